@@ -1,0 +1,188 @@
+"""The registry of typed configuration options, with Flink's keys and defaults.
+
+Every option the engine reads is declared here once, with its type, default and
+validation. An unknown key or an ill-typed value fails fast with an error naming the
+key and what would be right.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """An unknown configuration key or a value of the wrong type or range."""
+
+
+_DURATION_UNITS = {
+    "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
+    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
+    "min": 60_000, "m": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
+    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
+    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
+}
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_duration_ms(value: Any) -> int:
+    """'10 s', '500ms', '1 min', or a bare number (milliseconds, as Flink reads it)."""
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a duration")
+    if isinstance(value, int | float):
+        return int(value)
+    if hasattr(value, "millis"):
+        return int(value.millis)
+    m = _DURATION_RE.match(str(value))
+    if not m or m.group(2).lower() not in _DURATION_UNITS and m.group(2) != "":
+        raise ValueError("not a duration")
+    unit = m.group(2).lower() or "ms"
+    return int(float(m.group(1)) * _DURATION_UNITS[unit])
+
+
+def _parse_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    s = str(value).strip().lower()
+    if s in ("true", "1", "yes"):
+        return True
+    if s in ("false", "0", "no"):
+        return False
+    raise ValueError("not a boolean")
+
+
+def _parse_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError("not an integer")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return int(str(value).strip())
+
+
+def _parse_map(value: Any) -> dict[str, str]:
+    """Flink's map syntax 'k1:v1,k2:v2' or a dict."""
+    if isinstance(value, dict):
+        return {str(k): str(v) for k, v in value.items()}
+    out: dict[str, str] = {}
+    for part in str(value).split(","):
+        if not part.strip():
+            continue
+        k, sep, v = part.partition(":")
+        if not sep:
+            raise ValueError("not a map")
+        out[k.strip()] = v.strip()
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigOption:
+    key: str
+    type: str  # int | bool | str | duration | enum | map
+    default: Any
+    description: str
+    allowed: tuple[str, ...] = ()
+    minimum: int | None = None
+    deprecated_keys: tuple[str, ...] = field(default=())
+
+    def expected(self) -> str:
+        return {
+            "int": "an integer" + (f" >= {self.minimum}" if self.minimum is not None else ""),
+            "bool": "true or false",
+            "str": "a string",
+            "duration": "a duration such as '10 s' or '500 ms'",
+            "enum": "one of " + ", ".join(self.allowed),
+            "map": "a map such as 'k1:v1,k2:v2'",
+        }[self.type]
+
+    def parse(self, value: Any) -> Any:
+        parsers: dict[str, Callable[[Any], Any]] = {
+            "int": _parse_int,
+            "bool": _parse_bool,
+            "str": str,
+            "duration": parse_duration_ms,
+            "map": _parse_map,
+            "enum": lambda v: str(v).strip().upper().replace("-", "_"),
+        }
+        try:
+            parsed = parsers[self.type](value)
+        except (ValueError, TypeError):
+            raise ConfigError(f"invalid value {value!r} for {self.key!r}: expected {self.expected()}") from None
+        if self.type == "enum" and parsed not in self.allowed:
+            raise ConfigError(f"invalid value {value!r} for {self.key!r}: expected {self.expected()}")
+        if self.minimum is not None and parsed < self.minimum:
+            raise ConfigError(f"invalid value {value!r} for {self.key!r}: expected {self.expected()}")
+        return parsed
+
+
+OPTIONS: dict[str, ConfigOption] = {}
+
+
+def option(key: str, type: str, default: Any, description: str, **kw: Any) -> ConfigOption:
+    opt = ConfigOption(key, type, default, description, **kw)
+    OPTIONS[key] = opt
+    return opt
+
+
+# -- pipeline / execution -------------------------------------------------------------------
+PARALLELISM = option("parallelism.default", "int", 1, "Default parallelism of operators.", minimum=1)
+MAX_PARALLELISM = option(
+    "pipeline.max-parallelism", "int", -1, "Number of key groups; -1 derives it from parallelism (>= 128)."
+)
+PIPELINE_NAME = option("pipeline.name", "str", "", "Job name.")
+AUTO_WATERMARK_INTERVAL = option(
+    "pipeline.auto-watermark-interval", "duration", 200, "Period of periodic watermark emission; 0 disables."
+)
+OPERATOR_CHAINING = option("pipeline.operator-chaining.enabled", "bool", True, "Chain operators.")
+VERTEX_PARALLELISM_OVERRIDES = option(
+    "pipeline.jobvertex-parallelism-overrides", "map", {}, "Per job vertex parallelism overrides."
+)
+RUNTIME_MODE = option(
+    "execution.runtime-mode", "enum", "STREAMING", "Runtime mode.", allowed=("STREAMING", "BATCH", "AUTOMATIC")
+)
+BUFFER_TIMEOUT = option(
+    "execution.buffer-timeout", "duration", 100, "Longest time a partly filled buffer waits before it is sent."
+)
+BUFFER_RECORDS = option(
+    "strom.network.buffer-records", "int", 1024, "Records per network buffer (Strom counts records, not bytes).",
+    minimum=1,
+)
+BUFFERS_PER_CHANNEL = option(
+    "taskmanager.network.memory.buffers-per-channel", "int", 2, "Exclusive buffers (credits) per channel.",
+    minimum=1,
+)
+FLOATING_BUFFERS = option(
+    "taskmanager.network.memory.floating-buffers-per-gate", "int", 8, "Floating buffers per input gate.",
+    minimum=0,
+)
+OBJECT_REUSE = option("pipeline.object-reuse", "bool", False, "Accepted for compatibility; Python objects are not copied.")
+
+# -- checkpointing / state ------------------------------------------------------------------
+CHECKPOINT_INTERVAL = option("execution.checkpointing.interval", "duration", 0, "Checkpoint interval; 0 = off.")
+CHECKPOINT_MODE = option(
+    "execution.checkpointing.mode", "enum", "EXACTLY_ONCE", "Checkpointing mode.",
+    allowed=("EXACTLY_ONCE", "AT_LEAST_ONCE"),
+)
+STATE_BACKEND = option("state.backend.type", "enum", "HASHMAP", "State backend.", allowed=("HASHMAP", "ROCKSDB"))
+CHECKPOINTS_DIR = option("state.checkpoints.dir", "str", "", "Checkpoint storage URI.")
+SAVEPOINTS_DIR = option("state.savepoints.dir", "str", "", "Default savepoint directory.")
+
+# -- failover -------------------------------------------------------------------------------
+RESTART_STRATEGY = option(
+    "restart-strategy.type", "enum", "NONE", "Restart strategy.",
+    allowed=("NONE", "DISABLE", "OFF", "FIXED_DELAY", "FIXEDDELAY", "EXPONENTIAL_DELAY", "FAILURE_RATE"),
+)
+RESTART_ATTEMPTS = option("restart-strategy.fixed-delay.attempts", "int", 1, "Restart attempts.", minimum=0)
+RESTART_DELAY = option("restart-strategy.fixed-delay.delay", "duration", 1000, "Delay between restarts.")
+
+# -- cluster --------------------------------------------------------------------------------
+TASK_SLOTS = option("taskmanager.numberOfTaskSlots", "int", 1, "Slots per TaskManager.", minimum=1)
+REST_ADDRESS = option("rest.address", "str", "127.0.0.1", "REST address.")
+REST_PORT = option("rest.port", "int", 8081, "REST port; 0 picks a free one.", minimum=0)
+RPC_ADDRESS = option("jobmanager.rpc.address", "str", "127.0.0.1", "JobManager RPC address.")
+RPC_PORT = option("jobmanager.rpc.port", "int", 6123, "JobManager RPC port; 0 picks a free one.", minimum=0)
+DATA_PORT = option("taskmanager.data.port", "int", 0, "TaskManager data port; 0 picks a free one.", minimum=0)
+PROM_PORT = option("metrics.reporter.prom.port", "int", 9249, "Prometheus exporter port.", minimum=0)

@@ -1,0 +1,93 @@
+"""`Configuration`: PyFlink's key-value configuration, validated against the option registry."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from strom.common.config_options import OPTIONS, ConfigError, ConfigOption
+
+
+def validate_key(key: str) -> ConfigOption | None:
+    """Known keys return their option. Unknown keys are an error, except pass-through
+    namespaces that other systems own (Spark's, Python logging, user `strom.user.*`)."""
+    opt = OPTIONS.get(key)
+    if opt is not None:
+        return opt
+    if key.startswith(("spark.", "strom.user.", "env.", "kubernetes.", "s3.", "state.", "execution.checkpointing.",
+                       "restart-strategy.", "metrics.", "heartbeat.", "high-availability")):
+        return None  # validated by the component that owns the namespace
+    close = sorted(k for k in OPTIONS if k.split(".")[0] == key.split(".")[0])
+    hint = f"; known keys in this namespace: {', '.join(close)}" if close else ""
+    raise ConfigError(f"unknown configuration key {key!r}{hint}")
+
+
+class Configuration:
+    """Typed configuration. Values are parsed and checked when set, so errors surface early."""
+
+    def __init__(self, values: Mapping[str, Any] | None = None) -> None:
+        self._values: dict[str, Any] = {}
+        for k, v in (values or {}).items():
+            self.set(k, v)
+
+    def set(self, key: str, value: Any) -> Configuration:
+        opt = validate_key(key)
+        self._values[key] = opt.parse(value) if opt is not None else value
+        return self
+
+    def get(self, key: str | ConfigOption, default: Any = None) -> Any:
+        if isinstance(key, ConfigOption):
+            return self._values.get(key.key, key.default)
+        if key in self._values:
+            return self._values[key]
+        opt = OPTIONS.get(key)
+        if default is None and opt is not None:
+            return opt.default
+        return default
+
+    def contains_key(self, key: str) -> bool:
+        return key in self._values
+
+    # PyFlink's typed setters and getters
+    def set_string(self, key: str, value: str) -> Configuration:
+        return self.set(key, value)
+
+    def set_integer(self, key: str, value: int) -> Configuration:
+        return self.set(key, value)
+
+    def set_boolean(self, key: str, value: bool) -> Configuration:
+        return self.set(key, value)
+
+    def get_string(self, key: str, default_value: str = "") -> str:
+        v = self.get(key, default_value)
+        return str(v) if v is not None else default_value
+
+    def get_integer(self, key: str, default_value: int = 0) -> int:
+        v = self.get(key, default_value)
+        return int(v) if v is not None else default_value
+
+    def get_boolean(self, key: str, default_value: bool = False) -> bool:
+        v = self.get(key, default_value)
+        return bool(v) if v is not None else default_value
+
+    def add_all(self, other: Configuration | Mapping[str, Any]) -> Configuration:
+        items: Iterable[tuple[str, Any]] = (
+            other._values.items() if isinstance(other, Configuration) else other.items()
+        )
+        for k, v in items:
+            self.set(k, v)
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    def keys(self) -> list[str]:
+        return list(self._values)
+
+    def copy(self) -> Configuration:
+        c = Configuration()
+        c._values = dict(self._values)
+        return c
+
+    def __repr__(self) -> str:
+        return f"Configuration({self._values!r})"

@@ -1,0 +1,210 @@
+"""Type information: PyFlink's `Types.*`.
+
+Strom ships Python objects between tasks with pickle, so type information does not
+choose a serializer. It still matters for semantics a PyFlink user relies on: a
+`Types.ROW`/`ROW_NAMED` output turns tuples into `Row`s, and `get_execution_plan()`
+and error messages name the types.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from strom.common.row import Row
+
+
+class TypeInformation:
+    """Base of every type description."""
+
+    name = "GenericType"
+
+    def convert(self, value: Any) -> Any:
+        """Shape a user value as PyFlink would hand it on (identity for most types)."""
+        return value
+
+    @property
+    def needs_conversion(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and repr(self) == repr(other)
+
+    def __hash__(self) -> int:
+        return id(type(self))
+
+
+class BasicTypeInfo(TypeInformation):
+    def __init__(self, name: str, py_type: type | tuple[type, ...]) -> None:
+        self.name = name
+        self.py_type = py_type
+
+
+class PickledBytesTypeInfo(TypeInformation):
+    name = "PICKLED_BYTE_ARRAY"
+
+
+class RowTypeInfo(TypeInformation):
+    def __init__(self, field_types: list[TypeInformation], field_names: list[str] | None = None) -> None:
+        self.field_types = list(field_types)
+        self.field_names = list(field_names) if field_names else [f"f{i}" for i in range(len(field_types))]
+        self.named = field_names is not None
+        self.name = "Row(" + ", ".join(f"{n}: {t!r}" for n, t in zip(self.field_names, self.field_types)) + ")"
+
+    def get_field_names(self) -> list[str]:
+        return list(self.field_names)
+
+    def get_field_types(self) -> list[TypeInformation]:
+        return list(self.field_types)
+
+    def get_field_index(self, name: str) -> int:
+        return self.field_names.index(name)
+
+    @property
+    def needs_conversion(self) -> bool:
+        return True
+
+    def convert(self, value: Any) -> Any:
+        if isinstance(value, Row):
+            if value._fields is None and self.named:
+                value = Row(**dict(zip(self.field_names, value, strict=False)))
+            return value
+        if isinstance(value, tuple | list):
+            if self.named:
+                return Row(**dict(zip(self.field_names, value, strict=False)))
+            return Row(*value)
+        return value
+
+
+class TupleTypeInfo(TypeInformation):
+    def __init__(self, field_types: list[TypeInformation]) -> None:
+        self.field_types = list(field_types)
+        self.name = "Tuple(" + ", ".join(repr(t) for t in self.field_types) + ")"
+
+    def get_field_types(self) -> list[TypeInformation]:
+        return list(self.field_types)
+
+    @property
+    def needs_conversion(self) -> bool:
+        return True
+
+    def convert(self, value: Any) -> Any:
+        if type(value) is tuple:
+            return value
+        if isinstance(value, tuple | list):
+            return tuple(value)
+        return value
+
+
+class ContainerTypeInfo(TypeInformation):
+    def __init__(self, name: str, *element_types: TypeInformation) -> None:
+        self.element_types = element_types
+        self.name = f"{name}<" + ", ".join(repr(t) for t in element_types) + ">"
+
+
+class Types:
+    """Factory of type descriptions with PyFlink's names."""
+
+    @staticmethod
+    def STRING() -> TypeInformation:
+        return BasicTypeInfo("STRING", str)
+
+    @staticmethod
+    def BYTE() -> TypeInformation:
+        return BasicTypeInfo("BYTE", int)
+
+    @staticmethod
+    def BOOLEAN() -> TypeInformation:
+        return BasicTypeInfo("BOOLEAN", bool)
+
+    @staticmethod
+    def SHORT() -> TypeInformation:
+        return BasicTypeInfo("SHORT", int)
+
+    @staticmethod
+    def INT() -> TypeInformation:
+        return BasicTypeInfo("INT", int)
+
+    @staticmethod
+    def LONG() -> TypeInformation:
+        return BasicTypeInfo("LONG", int)
+
+    @staticmethod
+    def FLOAT() -> TypeInformation:
+        return BasicTypeInfo("FLOAT", float)
+
+    @staticmethod
+    def DOUBLE() -> TypeInformation:
+        return BasicTypeInfo("DOUBLE", float)
+
+    @staticmethod
+    def CHAR() -> TypeInformation:
+        return BasicTypeInfo("CHAR", str)
+
+    @staticmethod
+    def BIG_INT() -> TypeInformation:
+        return BasicTypeInfo("BIG_INT", int)
+
+    @staticmethod
+    def BIG_DEC() -> TypeInformation:
+        return BasicTypeInfo("BIG_DEC", object)
+
+    @staticmethod
+    def SQL_DATE() -> TypeInformation:
+        return BasicTypeInfo("SQL_DATE", object)
+
+    @staticmethod
+    def SQL_TIME() -> TypeInformation:
+        return BasicTypeInfo("SQL_TIME", object)
+
+    @staticmethod
+    def SQL_TIMESTAMP() -> TypeInformation:
+        return BasicTypeInfo("SQL_TIMESTAMP", object)
+
+    @staticmethod
+    def INSTANT() -> TypeInformation:
+        return BasicTypeInfo("INSTANT", object)
+
+    @staticmethod
+    def PICKLED_BYTE_ARRAY() -> TypeInformation:
+        return PickledBytesTypeInfo()
+
+    @staticmethod
+    def ROW(field_types: list[TypeInformation]) -> RowTypeInfo:
+        return RowTypeInfo(field_types)
+
+    @staticmethod
+    def ROW_NAMED(field_names: list[str], field_types: list[TypeInformation]) -> RowTypeInfo:
+        return RowTypeInfo(field_types, field_names)
+
+    @staticmethod
+    def TUPLE(field_types: list[TypeInformation]) -> TupleTypeInfo:
+        return TupleTypeInfo(field_types)
+
+    @staticmethod
+    def PRIMITIVE_ARRAY(element_type: TypeInformation) -> TypeInformation:
+        return ContainerTypeInfo("PRIMITIVE_ARRAY", element_type)
+
+    @staticmethod
+    def BASIC_ARRAY(element_type: TypeInformation) -> TypeInformation:
+        return ContainerTypeInfo("BASIC_ARRAY", element_type)
+
+    @staticmethod
+    def OBJECT_ARRAY(element_type: TypeInformation) -> TypeInformation:
+        return ContainerTypeInfo("OBJECT_ARRAY", element_type)
+
+    @staticmethod
+    def LIST(element_type: TypeInformation) -> TypeInformation:
+        return ContainerTypeInfo("LIST", element_type)
+
+    @staticmethod
+    def MAP(key_type: TypeInformation, value_type: TypeInformation) -> TypeInformation:
+        return ContainerTypeInfo("MAP", key_type, value_type)
+
+
+def check_type_info(value: Any, *, argument: str) -> TypeInformation | None:
+    if value is None or isinstance(value, TypeInformation):
+        return value
+    raise TypeError(f"invalid {argument} {value!r}: expected a Types.* type information or None")

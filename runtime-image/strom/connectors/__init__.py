@@ -1,0 +1,1 @@
+"""Sources and sinks. Each connector module is independent of the others."""

@@ -1,0 +1,28 @@
+"""The collection source behind `env.from_collection`: non-parallel, emits in order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from strom.connectors.base import Boundedness, IteratorReader, Source, SourceReader, SourceReaderContext
+
+
+class CollectionSource(Source):
+    name = "Collection Source"
+
+    def __init__(self, collection: list[Any], type_info: Any = None) -> None:
+        self.collection = list(collection)
+        self.type_info = type_info
+
+    def get_boundedness(self) -> Boundedness:
+        return Boundedness.BOUNDED
+
+    @property
+    def max_parallelism(self) -> int | None:
+        return 1
+
+    def create_reader(self, context: SourceReaderContext) -> SourceReader:
+        values = self.collection
+        if self.type_info is not None and self.type_info.needs_conversion:
+            values = [self.type_info.convert(v) for v in values]
+        return IteratorReader(values)

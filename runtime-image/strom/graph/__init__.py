@@ -1,0 +1,1 @@
+"""Program -> graphs: transformations -> StreamGraph -> JobGraph (operator chaining)."""

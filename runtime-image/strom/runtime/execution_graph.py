@@ -1,0 +1,124 @@
+"""ExecutionGraph wiring for in-process execution: subtasks, channels, record writers.
+
+Every JobEdge becomes channels between producer and consumer subtasks: one-to-one for
+forward, pointwise for rescale (Flink's POINTWISE pattern), all-to-all otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from strom.common import config_options as opts
+from strom.graph.job_graph import JobEdge, JobGraph, JobVertex
+from strom.runtime.metrics import MetricGroup
+from strom.runtime.network.channels import InputGate
+from strom.runtime.network.record_writer import RecordWriter
+from strom.runtime.operators.base import OperatorContext
+from strom.runtime.tasks.operator_chain import build_chain
+from strom.runtime.tasks.processing_time import ProcessingTimeService
+from strom.runtime.tasks.stream_task import StreamTask
+
+
+def pointwise_targets(producer: int, p_up: int, p_down: int) -> list[int]:
+    """Consumers a producer subtask feeds under the POINTWISE pattern."""
+    if p_up == p_down:
+        return [producer]
+    if p_up < p_down:
+        return list(range(producer * p_down // p_up, (producer + 1) * p_down // p_up))
+    return [producer * p_down // p_up]
+
+
+def connected_consumers(edge: JobEdge, producer: int) -> list[int]:
+    kind = edge.stream_edge.partitioner.kind
+    p_up, p_down = edge.source_vertex.parallelism, edge.target_vertex.parallelism
+    if kind in ("forward", "rescale"):
+        return pointwise_targets(producer, p_up, p_down)
+    return list(range(p_down))
+
+
+@dataclass(eq=False)
+class ExecutionVertex:
+    vertex: JobVertex
+    subtask_index: int
+    task: StreamTask
+
+
+def build_tasks(
+    job_graph: JobGraph,
+    *,
+    config: Any,
+    attempt: int = 0,
+    metrics: MetricGroup | None = None,
+    clock: Any = None,
+    on_done: Any = None,
+) -> list[ExecutionVertex]:
+    buffer_records = config.get(opts.BUFFER_RECORDS)
+    capacity = config.get(opts.BUFFERS_PER_CHANNEL) + config.get(opts.FLOATING_BUFFERS)
+    metrics = metrics or MetricGroup()
+    gates: dict[tuple[str, int], InputGate] = {}
+    for v in job_graph.vertices:
+        if v.inputs:
+            for i in range(v.parallelism):
+                gates[(v.id, i)] = InputGate()
+    # channels[(edge id, producer, consumer)]
+    channels: dict[tuple[int, int, int], Any] = {}
+    for v in job_graph.vertices:
+        for edge in v.inputs:
+            input_index = 2 if edge.stream_edge.type_number == 2 else 1
+            for prod in range(edge.source_vertex.parallelism):
+                for cons in connected_consumers(edge, prod):
+                    gate = gates[(v.id, cons)]
+                    channels[(id(edge), prod, cons)] = gate.add_channel(input_index, capacity)
+    result: list[ExecutionVertex] = []
+    for v in job_graph.vertices:
+        for i in range(v.parallelism):
+            writers_by_edge: dict[int, RecordWriter] = {}
+            writers: list[RecordWriter] = []
+            for edge in v.outputs:
+                targets = connected_consumers(edge, i)
+                part = edge.stream_edge.partitioner
+                w = RecordWriter(
+                    [channels[(id(edge), i, c)] for c in targets],
+                    kind=part.kind,
+                    buffer_records=buffer_records,
+                    key_selector=part.key_selector,
+                    custom_partitioner=part.custom_partitioner,
+                    max_parallelism=edge.target_vertex.max_parallelism,
+                    consumer_parallelism=edge.target_vertex.parallelism,
+                    subtask_index=i,
+                )
+                writers_by_edge[id(edge.stream_edge)] = w
+                writers.append(w)
+            pts = ProcessingTimeService(clock) if clock is not None else ProcessingTimeService()
+            task_metrics = metrics.add_group("task", v.name).add_group("subtask", str(i))
+
+            def make_context(node: Any, _i: int = i, _v: JobVertex = v, _pts: Any = pts, _m: Any = task_metrics) -> OperatorContext:
+                return OperatorContext(
+                    task_name=_v.name,
+                    operator_name=node.name,
+                    operator_uid=node.uid,
+                    subtask_index=_i,
+                    parallelism=_v.parallelism,
+                    max_parallelism=node.max_parallelism,
+                    attempt=attempt,
+                    config=config,
+                    processing_time_service=_pts,
+                    metrics=_m.add_group("operator", node.name),
+                )
+
+            operators, outputs = build_chain(v, writers_by_edge, make_context)
+            task = StreamTask(
+                name=v.name,
+                subtask_index=i,
+                parallelism=v.parallelism,
+                operators=operators,
+                outputs=outputs,
+                writers=writers,
+                gate=gates.get((v.id, i)),
+                processing_time_service=pts,
+                config=config,
+                on_done=on_done,
+            )
+            result.append(ExecutionVertex(v, i, task))
+    return result

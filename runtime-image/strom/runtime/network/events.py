@@ -1,0 +1,31 @@
+"""What travels through a channel besides record batches.
+
+A record batch is a plain tuple `(values, timestamps, keys)`: `timestamps` is a list
+parallel to `values` or None when the records carry none, `keys` is a list when the
+producer already computed the keys (hash partitioning) or None. Everything else is an
+event object below; a consumer tells them apart with `type(item) is tuple`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class WatermarkEvent:
+    timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamStatusEvent:
+    idle: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EndOfPartition:
+    pass
+
+
+END_OF_PARTITION = EndOfPartition()
+IDLE = StreamStatusEvent(True)
+ACTIVE = StreamStatusEvent(False)

@@ -1,0 +1,154 @@
+"""Record writers: partition a producer's records over its output channels, in buffers.
+
+One writer per non-chained output edge. Records are appended to a per-channel buffer
+that is sent when it holds `buffer_records` records, on flush (buffer timeout, idle
+task, before every event), so events never overtake records.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from strom.common.key_groups import KeyGroupAssigner
+from strom.runtime.network.events import END_OF_PARTITION
+
+
+class RecordWriter:
+    def __init__(
+        self,
+        channels: list[Any],
+        *,
+        kind: str,
+        buffer_records: int,
+        key_selector: Any = None,
+        custom_partitioner: Any = None,
+        max_parallelism: int = 128,
+        consumer_parallelism: int = 1,
+        subtask_index: int = 0,
+    ) -> None:
+        self.channels = channels
+        self.kind = kind
+        self.n = len(channels)
+        self.buffer_records = buffer_records
+        self.key_fn = key_selector.get_key if key_selector is not None else None
+        self.partitioner = custom_partitioner
+        self.kg = KeyGroupAssigner(max_parallelism)
+        self.max_parallelism = max_parallelism
+        self.parallelism = consumer_parallelism
+        self._values: list[list[Any]] = [[] for _ in channels]
+        self._ts: list[list[Any] | None] = [None for _ in channels]
+        self._keys: list[list[Any] | None] = [None for _ in channels]
+        self._rr = subtask_index % max(1, self.n)
+        self._rng = random.Random(subtask_index)
+        self.records_out = 0
+
+    # hot path: called per batch
+    def emit(self, values: list[Any], timestamps: list[Any] | None) -> None:
+        n = len(values)
+        if not n:
+            return
+        self.records_out += n
+        if self.n == 1 or self.kind in ("forward", "global"):
+            self._append(0, values, timestamps, None)
+        elif self.kind == "hash":
+            self._emit_hash(values, timestamps)
+        elif self.kind in ("rebalance", "rescale"):
+            k = self.n
+            start = self._rr
+            for j in range(min(k, n)):
+                ch = (start + j) % k
+                self._append(ch, values[j::k], timestamps[j::k] if timestamps is not None else None, None)
+            self._rr = (start + n) % k
+        elif self.kind == "broadcast":
+            for ch in range(self.n):
+                self._append(ch, list(values), timestamps, None)
+        elif self.kind == "shuffle":
+            rnd = self._rng.randrange
+            self._scatter([rnd(self.n) for _ in range(n)], values, timestamps, None)
+        elif self.kind == "custom":
+            key_fn, part, k = self.key_fn, self.partitioner.partition, self.n
+            targets = []
+            for v in values:
+                t = part(key_fn(v), k)
+                if not 0 <= t < k:
+                    raise ValueError(f"custom partitioner returned channel {t}, expected 0..{k - 1}")
+                targets.append(t)
+            self._scatter(targets, values, timestamps, None)
+        else:
+            raise ValueError(f"unknown partitioner {self.kind!r}")
+        self._send_full()
+
+    def _emit_hash(self, values: list[Any], timestamps: list[Any] | None) -> None:
+        # hot path: key extraction and key-group lookup per record
+        key_fn = self.key_fn
+        kg = self.kg.key_group
+        keys = [key_fn(v) for v in values]
+        mp, p = self.max_parallelism, self.parallelism
+        targets = [kg(k) * p // mp for k in keys]
+        self._scatter(targets, values, timestamps, keys)
+
+    def _scatter(self, targets: list[int], values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
+        n = self.n
+        vs: list[list[Any]] = [[] for _ in range(n)]
+        ts: list[list[Any]] | None = [[] for _ in range(n)] if timestamps is not None else None
+        ks: list[list[Any]] | None = [[] for _ in range(n)] if keys is not None else None
+        for i, t in enumerate(targets):
+            vs[t].append(values[i])
+            if ts is not None:
+                ts[t].append(timestamps[i])  # type: ignore[index]
+            if ks is not None:
+                ks[t].append(keys[i])  # type: ignore[index]
+        for ch in range(n):
+            if vs[ch]:
+                self._append(ch, vs[ch], ts[ch] if ts is not None else None, ks[ch] if ks is not None else None)
+
+    def _append(self, ch: int, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
+        buf = self._values[ch]
+        had = len(buf)
+        buf.extend(values)
+        bts = self._ts[ch]
+        if timestamps is not None:
+            if bts is None:
+                bts = self._ts[ch] = [None] * had
+            bts.extend(timestamps)
+        elif bts is not None:
+            bts.extend([None] * len(values))
+        bks = self._keys[ch]
+        if keys is not None:
+            if bks is None and had:
+                # keys of earlier records are unknown: drop keys for this buffer
+                return
+            if bks is None:
+                bks = self._keys[ch] = []
+            bks.extend(keys)
+        elif bks is not None:
+            self._keys[ch] = None
+
+    def _send_full(self) -> None:
+        limit = self.buffer_records
+        for ch, buf in enumerate(self._values):
+            if len(buf) >= limit:
+                self._send(ch)
+
+    def _send(self, ch: int) -> None:
+        values = self._values[ch]
+        if not values:
+            return
+        self.channels[ch].put((values, self._ts[ch], self._keys[ch]))
+        self._values[ch] = []
+        self._ts[ch] = None
+        self._keys[ch] = None
+
+    def flush(self) -> None:
+        for ch in range(self.n):
+            if self._values[ch]:
+                self._send(ch)
+
+    def broadcast_event(self, event: Any) -> None:
+        self.flush()
+        for c in self.channels:
+            c.put(event)
+
+    def close(self) -> None:
+        self.broadcast_event(END_OF_PARTITION)

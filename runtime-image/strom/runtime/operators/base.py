@@ -1,0 +1,238 @@
+"""Operator base classes and what the task gives every operator.
+
+An operator receives record batches `(values, timestamps, keys)` and watermarks from
+its input (the task or the previous operator of its chain) and emits through its
+`Output`. Keyed operators own a keyed state backend and a timer service; event-time
+timers fire before the watermark is forwarded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from strom.common.key_groups import KeyGroupRange
+from strom.common.time import MIN_WATERMARK
+from strom.datastream.functions import Function, RuntimeContext
+from strom.runtime.metrics import MetricGroup
+from strom.runtime.state.keyed_backend import HeapKeyedStateBackend, StateAccessError
+from strom.runtime.state.operator_state import DefaultOperatorStateStore
+from strom.runtime.state.timers import InternalTimer, InternalTimerService
+
+
+@dataclass(eq=False)
+class OperatorContext:
+    """Identity and services of one operator in one subtask."""
+
+    task_name: str
+    operator_name: str
+    operator_uid: str
+    subtask_index: int
+    parallelism: int
+    max_parallelism: int
+    attempt: int
+    config: Any
+    processing_time_service: Any
+    metrics: MetricGroup
+    job_parameters: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def key_group_range(self) -> KeyGroupRange:
+        return KeyGroupRange.for_subtask(self.max_parallelism, self.parallelism, self.subtask_index)
+
+
+class Output:
+    """Where an operator's results go: chained operators and/or record writers."""
+
+    def collect(self, values: list[Any], timestamps: list[Any] | None) -> None:
+        raise TypeError(f"{type(self).__name__} cannot emit records")
+
+    def collect_side(self, tag: Any, values: list[Any], timestamps: list[Any] | None) -> None:
+        raise TypeError(f"{type(self).__name__} cannot emit side outputs")
+
+    def emit_watermark(self, timestamp: int) -> None:
+        raise TypeError(f"{type(self).__name__} cannot emit watermarks")
+
+    def emit_status(self, idle: bool) -> None:
+        """Idle/active stream status; only meaningful between tasks."""
+
+
+class StreamRuntimeContext(RuntimeContext):
+    def __init__(self, ctx: OperatorContext, backend: HeapKeyedStateBackend | None) -> None:
+        self._ctx = ctx
+        self._backend = backend
+
+    def get_task_name(self) -> str:
+        return self._ctx.task_name
+
+    def get_number_of_parallel_subtasks(self) -> int:
+        return self._ctx.parallelism
+
+    def get_max_number_of_parallel_subtasks(self) -> int:
+        return self._ctx.max_parallelism
+
+    def get_index_of_this_subtask(self) -> int:
+        return self._ctx.subtask_index
+
+    def get_attempt_number(self) -> int:
+        return self._ctx.attempt
+
+    def get_task_name_with_subtasks(self) -> str:
+        return f"{self._ctx.task_name} ({self._ctx.subtask_index + 1}/{self._ctx.parallelism})"
+
+    def get_job_parameter(self, key: str, default_value: str | None = None) -> str | None:
+        return self._ctx.job_parameters.get(key, default_value)
+
+    def get_metrics_group(self) -> MetricGroup:
+        return self._ctx.metrics
+
+    def _keyed(self, what: str, descriptor: Any) -> Any:
+        if self._backend is None:
+            raise StateAccessError(
+                f"operator {self._ctx.operator_name!r}: {what}({descriptor.name!r}) needs a keyed stream; "
+                "keyed state is only available after key_by(...)"
+            )
+        return self._backend.get_state(descriptor)
+
+    def get_state(self, state_descriptor: Any) -> Any:
+        return self._keyed("get_state", state_descriptor)
+
+    def get_list_state(self, state_descriptor: Any) -> Any:
+        return self._keyed("get_list_state", state_descriptor)
+
+    def get_map_state(self, state_descriptor: Any) -> Any:
+        return self._keyed("get_map_state", state_descriptor)
+
+    def get_reducing_state(self, state_descriptor: Any) -> Any:
+        return self._keyed("get_reducing_state", state_descriptor)
+
+    def get_aggregating_state(self, state_descriptor: Any) -> Any:
+        return self._keyed("get_aggregating_state", state_descriptor)
+
+
+class StreamOperator:
+    """Base of all operators. Subclasses override the `process_*` methods they need."""
+
+    keyed = False
+    num_inputs = 1
+
+    def __init__(self, descriptor: Any, *, key_selectors: tuple[Any, ...] = ()) -> None:
+        self.descriptor = descriptor
+        self.function: Any = descriptor.function if descriptor is not None else None
+        self.params: dict[str, Any] = descriptor.params if descriptor is not None else {}
+        self.key_selectors = key_selectors
+        self.output: Output = Output()
+        self.ctx: OperatorContext | None = None
+        self.backend: HeapKeyedStateBackend | None = None
+        self.timer_service: InternalTimerService | None = None
+        self.operator_state = DefaultOperatorStateStore()
+        self.current_watermark = MIN_WATERMARK
+        self._input_watermarks = [MIN_WATERMARK, MIN_WATERMARK]
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def setup(self, ctx: OperatorContext, output: Output) -> None:
+        self.ctx = ctx
+        self.output = output
+        if self.key_selectors:
+            self.backend = HeapKeyedStateBackend(
+                max_parallelism=ctx.max_parallelism,
+                key_group_range=ctx.key_group_range,
+                clock=ctx.processing_time_service.now,
+                operator_name=ctx.operator_name,
+            )
+            self.timer_service = InternalTimerService(
+                backend=self.backend,
+                on_event_time=self.on_event_time,
+                on_processing_time=self.on_processing_time,
+                processing_time_service=ctx.processing_time_service,
+            )
+
+    def runtime_context(self) -> StreamRuntimeContext:
+        assert self.ctx is not None
+        return StreamRuntimeContext(self.ctx, self.backend)
+
+    def open(self) -> None:
+        fn = self.function
+        if isinstance(fn, Function):
+            self._initialize_operator_state(fn)
+            fn.open(self.runtime_context())
+
+    def _initialize_operator_state(self, fn: Any) -> None:
+        init = getattr(fn, "initialize_state", None)
+        if init is not None:
+            init(_FunctionInitializationContext(self.operator_state, self.backend))
+
+    def end_input(self, input_index: int = 1) -> None:
+        """The input (1 or 2) has ended; the max watermark has already been processed."""
+
+    def finish(self) -> None:
+        """All inputs ended: emit what is still buffered."""
+
+    def close(self) -> None:
+        if isinstance(self.function, Function):
+            self.function.close()
+
+    # -- records -----------------------------------------------------------------------------------
+    def process_batch(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
+        raise TypeError(f"{type(self).__name__} takes no input")
+
+    def process_batch1(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
+        self.process_batch(values, timestamps, keys)
+
+    def process_batch2(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
+        raise TypeError(f"{type(self).__name__} has one input")
+
+    # -- watermarks and timers ---------------------------------------------------------------------
+    def process_watermark(self, timestamp: int) -> None:
+        if timestamp <= self.current_watermark:
+            return
+        self.current_watermark = timestamp
+        if self.timer_service is not None:
+            self.timer_service.advance_watermark(timestamp)
+        self.output.emit_watermark(timestamp)
+
+    def process_watermark1(self, timestamp: int) -> None:
+        self._input_watermarks[0] = timestamp
+        self.process_watermark(min(self._input_watermarks))
+
+    def process_watermark2(self, timestamp: int) -> None:
+        self._input_watermarks[1] = timestamp
+        self.process_watermark(min(self._input_watermarks))
+
+    def process_status(self, idle: bool) -> None:
+        self.output.emit_status(idle)
+
+    def on_event_time(self, timer: InternalTimer) -> None:
+        """An event-time timer fired; the timer's key is current."""
+
+    def on_processing_time(self, timer: InternalTimer) -> None:
+        """A processing-time timer fired; the timer's key is current."""
+
+    def keys_for(self, values: list[Any], keys: list[Any] | None, input_index: int = 0) -> list[Any]:
+        if keys is not None:
+            return keys
+        sel = self.key_selectors[input_index]
+        if sel is None:
+            return [None] * len(values)
+        get_key = sel.get_key
+        return [get_key(v) for v in values]
+
+
+class _FunctionInitializationContext:
+    def __init__(self, store: DefaultOperatorStateStore, backend: Any) -> None:
+        self._store = store
+        self._backend = backend
+
+    def get_operator_state_store(self) -> DefaultOperatorStateStore:
+        return self._store
+
+    def get_keyed_state_store(self) -> Any:
+        return self._backend
+
+    def is_restored(self) -> bool:
+        return self._store.is_restored
+
+
+def results_of(result: Any) -> Any:
+    """PyFlink functions return an iterable, a generator, or None."""
+    return () if result is None else result

@@ -1,0 +1,281 @@
+"""Record-at-a-time operators: map, flat_map, filter, process, reduce, aggregations,
+timestamp assignment. Stateless ones work on whole batches; keyed ones set the current
+key per record so that user state and timers see it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from strom.common.time import MAX_WATERMARK
+from strom.datastream.functions import TimeDomain
+from strom.runtime.operators.base import StreamOperator, results_of
+from strom.runtime.operators.contexts import ProcessContext, SideOutputBuffer
+from strom.runtime.operators.watermarks import WatermarkEmitter
+from strom.runtime.state.heap_states import VOID, StateTable
+
+
+def _converter(descriptor_output_type: Any):
+    if descriptor_output_type is not None and descriptor_output_type.needs_conversion:
+        return descriptor_output_type.convert
+    return None
+
+
+class MapOperator(StreamOperator):
+    def open(self) -> None:
+        super().open()
+        self._fn = self.function.map
+        self._convert = _converter(self.params.get("output_type"))
+
+    # hot path: called per batch, one user call per record
+    def process_batch(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
+        fn = self._fn
+        if self.backend is None:
+            out = [fn(v) for v in values]
+        else:
+            backend = self.backend
+            out = []
+            append = out.append
+            for k, v in zip(self.keys_for(values, keys), values, strict=True):
+                backend.current_key = k
+                append(fn(v))
+        if self._convert is not None:
+            conv = self._convert
+            out = [conv(v) for v in out]
+        self.output.collect(out, timestamps)
+
+
+class FlatMapOperator(StreamOperator):
+    def open(self) -> None:
+        super().open()
+        self._fn = self.function.flat_map
+        self._convert = _converter(self.params.get("output_type"))
+
+    # hot path
+    def process_batch(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
+        fn = self._fn
+        out: list[Any] = []
+        backend = self.backend
+        ks = self.keys_for(values, keys) if backend is not None else None
+        if timestamps is None:
+            extend = out.extend
+            for i, v in enumerate(values):
+                if ks is not None:
+                    backend.current_key = ks[i]  # type: ignore[union-attr]
+                r = fn(v)
+                if r is not None:
+                    extend(r)
+            out_ts = None
+        else:
+            out_ts = []
+            for i, v in enumerate(values):
+                if ks is not None:
+                    backend.current_key = ks[i]  # type: ignore[union-attr]
+                r = fn(v)
+                if r is not None:
+                    before = len(out)
+                    out.extend(r)
+                    out_ts.extend([timestamps[i]] * (len(out) - before))
+        if self._convert is not None:
+            conv = self._convert
+            out = [conv(v) for v in out]
+        self.output.collect(out, out_ts)
+
+
+class FilterOperator(StreamOperator):
+    def open(self) -> None:
+        super().open()
+        self._fn = self.function.filter
+
+    # hot path
+    def process_batch(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
+        fn = self._fn
+        if self.backend is not None:
+            backend = self.backend
+            ks = self.keys_for(values, keys)
+            mask = []
+            for k, v in zip(ks, values, strict=True):
+                backend.current_key = k
+                mask.append(fn(v))
+        else:
+            if timestamps is None:
+                self.output.collect([v for v in values if fn(v)], None)
+                return
+            mask = [fn(v) for v in values]
+        out = [v for v, m in zip(values, mask, strict=True) if m]
+        out_ts = [t for t, m in zip(timestamps, mask, strict=True) if m] if timestamps is not None else None
+        self.output.collect(out, out_ts)
+
+
+class ProcessOperator(StreamOperator):
+    """ProcessFunction (non-keyed) and KeyedProcessFunction."""
+
+    def open(self) -> None:
+        super().open()
+        self._side = SideOutputBuffer()
+        self._pctx = ProcessContext(self, self._side)
+        self._fn = self.function.process_element
+        self._convert = _converter(self.params.get("output_type"))
+
+    # hot path
+    def process_batch(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
+        fn, ctx = self._fn, self._pctx
+        out: list[Any] = []
+        out_ts: list[Any] = []
+        backend = self.backend
+        ks = self.keys_for(values, keys) if backend is not None else None
+        for i, v in enumerate(values):
+            ts = timestamps[i] if timestamps is not None else None
+            ctx._timestamp = ts
+            if ks is not None:
+                backend.current_key = ks[i]  # type: ignore[union-attr]
+            r = fn(v, ctx)
+            if r is not None:
+                for o in r:
+                    out.append(o)
+                    out_ts.append(ts)
+        self._emit(out, out_ts)
+
+    def _emit(self, out: list[Any], out_ts: list[Any]) -> None:
+        if self._convert is not None:
+            conv = self._convert
+            out = [conv(v) for v in out]
+        if out:
+            self.output.collect(out, out_ts if any(t is not None for t in out_ts) else None)
+        self._side.drain(self.output)
+
+    def _fire(self, timestamp: int, domain: int) -> None:
+        ctx = self._pctx
+        ctx._timestamp = timestamp if domain == TimeDomain.EVENT_TIME else None
+        ctx._domain = domain
+        r = self.function.on_timer(timestamp, ctx)
+        out = list(results_of(r))
+        self._emit(out, [ctx._timestamp] * len(out))
+        ctx._domain = TimeDomain.EVENT_TIME
+
+    def on_event_time(self, timer: Any) -> None:
+        self._fire(timer.timestamp, TimeDomain.EVENT_TIME)
+
+    def on_processing_time(self, timer: Any) -> None:
+        self._fire(timer.timestamp, TimeDomain.PROCESSING_TIME)
+
+
+class ReduceOperator(StreamOperator):
+    """Rolling reduce per key: emits the running result for every record."""
+
+    def open(self) -> None:
+        super().open()
+        self._fn = self._reduce_function()
+        # the running value lives in the keyed backend, so snapshots see it per key group
+        table = self.backend.tables.setdefault("_reduce", StateTable("_reduce", "value"))  # type: ignore[union-attr]
+        self._acc: dict[Any, Any] = table.map_for(VOID)
+
+    def _reduce_function(self) -> Any:
+        return self.function.reduce
+
+    # hot path
+    def process_batch(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
+        fn, acc = self._fn, self._acc
+        out = []
+        append = out.append
+        backend = self.backend
+        for k, v in zip(self.keys_for(values, keys), values, strict=True):
+            backend.current_key = k  # type: ignore[union-attr]
+            cur = acc.get(k)
+            if cur is None and k not in acc:
+                new = v
+            else:
+                new = fn(cur, v)
+            acc[k] = new
+            append(new)
+        self.output.collect(out, timestamps)
+
+
+def _field_getter(position: int | str) -> Any:
+    def get(v: Any) -> Any:
+        if isinstance(v, int | float) and position == 0:
+            return v
+        if isinstance(position, str):
+            if isinstance(v, dict):
+                return v[position]
+            return v[position] if hasattr(v, "_fields") and v._fields else getattr(v, position)
+        return v[position]
+
+    return get
+
+
+def _with_field(v: Any, position: int | str, new: Any) -> Any:
+    if isinstance(v, int | float) and position == 0:
+        return new
+    from strom.common.row import Row
+
+    if isinstance(v, Row):
+        idx = position if isinstance(position, int) else v._fields.index(position)  # type: ignore[union-attr]
+        vals = list(v)
+        vals[idx] = new
+        r = Row(**dict(zip(v._fields, vals, strict=True))) if v._fields else Row(*vals)
+        r.set_row_kind(v.get_row_kind())
+        return r
+    if isinstance(v, tuple):
+        vals = list(v)
+        vals[position] = new  # type: ignore[index]
+        return tuple(vals) if type(v) is tuple else type(v)(*vals)
+    if isinstance(v, list):
+        vals = list(v)
+        vals[position] = new  # type: ignore[index]
+        return vals
+    if isinstance(v, dict):
+        d = dict(v)
+        d[position] = new
+        return d
+    raise TypeError(f"cannot aggregate field {position!r} of {type(v).__name__} value {v!r}")
+
+
+class AggregationOperator(ReduceOperator):
+    """sum / min / max / min_by / max_by on a field, as Flink's built-in aggregations."""
+
+    def _reduce_function(self) -> Any:
+        position = self.params["position"]
+        get = _field_getter(position)
+        kind = self.params["agg"]
+
+        def sum_(a: Any, b: Any) -> Any:
+            return _with_field(a, position, get(a) + get(b))
+
+        def min_(a: Any, b: Any) -> Any:
+            # Flink's min keeps the other fields of the first record and updates only the field
+            return _with_field(a, position, get(b)) if get(b) < get(a) else a
+
+        def max_(a: Any, b: Any) -> Any:
+            return _with_field(a, position, get(b)) if get(b) > get(a) else a
+
+        def min_by(a: Any, b: Any) -> Any:
+            return b if get(b) < get(a) else a  # ties keep the first
+
+        def max_by(a: Any, b: Any) -> Any:
+            return b if get(b) > get(a) else a
+
+        return {"sum": sum_, "min": min_, "max": max_, "min_by": min_by, "max_by": max_by}[kind]
+
+
+class TimestampsAndWatermarksOperator(StreamOperator):
+    """assign_timestamps_and_watermarks: stamps records and generates watermarks mid-stream.
+
+    Upstream watermarks are swallowed except the final MAX, as in Flink."""
+
+    def open(self) -> None:
+        super().open()
+        self._emitter = WatermarkEmitter(
+            self.params["watermark_strategy"], self.output, self.ctx.processing_time_service, self.ctx.config  # type: ignore[union-attr]
+        )
+        self._emitter.start()
+
+    def process_batch(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
+        self._emitter.emit_batch(values, timestamps)
+
+    def process_watermark(self, timestamp: int) -> None:
+        if timestamp == MAX_WATERMARK:
+            self._emitter.emit_final()
+
+    def close(self) -> None:
+        self._emitter.stop()
+        super().close()

@@ -1,0 +1,51 @@
+"""Operator kinds -> runtime classes. The user API names a kind; the runtime builds it here."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from strom.graph.stream_graph import StreamNode
+
+_KINDS: dict[str, str] = {
+    "source": "strom.runtime.operators.sources:SourceOperator",
+    "map": "strom.runtime.operators.basic:MapOperator",
+    "flat_map": "strom.runtime.operators.basic:FlatMapOperator",
+    "filter": "strom.runtime.operators.basic:FilterOperator",
+    "process": "strom.runtime.operators.basic:ProcessOperator",
+    "keyed_process": "strom.runtime.operators.basic:ProcessOperator",
+    "reduce": "strom.runtime.operators.basic:ReduceOperator",
+    "aggregation": "strom.runtime.operators.basic:AggregationOperator",
+    "timestamps_watermarks": "strom.runtime.operators.basic:TimestampsAndWatermarksOperator",
+    "print": "strom.runtime.operators.sinks:PrintSinkOperator",
+    "sink_function": "strom.runtime.operators.sinks:SinkFunctionOperator",
+    "collect": "strom.runtime.operators.sinks:CollectSinkOperator",
+    "sink_v2": "strom.runtime.operators.sink_writer:SinkWriterOperator",
+    "window": "strom.runtime.operators.window_operator:WindowOperator",
+    "co_map": "strom.runtime.operators.co_operators:CoMapOperator",
+    "co_flat_map": "strom.runtime.operators.co_operators:CoFlatMapOperator",
+    "co_process": "strom.runtime.operators.co_operators:CoProcessOperator",
+    "keyed_co_process": "strom.runtime.operators.co_operators:CoProcessOperator",
+    "interval_join": "strom.runtime.operators.interval_join:IntervalJoinOperator",
+    "broadcast_process": "strom.runtime.operators.broadcast:BroadcastProcessOperator",
+    "keyed_broadcast_process": "strom.runtime.operators.broadcast:BroadcastProcessOperator",
+}
+
+
+def register_operator_kind(kind: str, target: str) -> None:
+    _KINDS[kind] = target
+
+
+def create_operator(node: StreamNode) -> Any:
+    t = node.transformation
+    desc = t.operator
+    if desc is None:
+        raise ValueError(f"node {node.name!r} has no operator")
+    target = _KINDS.get(desc.kind)
+    if target is None:
+        raise ValueError(f"operator {node.name!r}: unknown operator kind {desc.kind!r}")
+    module, _, cls_name = target.partition(":")
+    cls = getattr(importlib.import_module(module), cls_name)
+    if "output_type" not in desc.params:
+        desc.params["output_type"] = t.output_type
+    return cls(desc, key_selectors=t.key_selectors)

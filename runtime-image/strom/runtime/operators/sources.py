@@ -1,0 +1,56 @@
+"""The source operator: pulls batches from a SourceReader and applies the watermark strategy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from strom.common import config_options as opts
+from strom.connectors.base import SourceReaderContext
+from strom.runtime.operators.base import StreamOperator
+from strom.runtime.operators.watermarks import WatermarkEmitter
+
+
+class SourceOperator(StreamOperator):
+    def open(self) -> None:
+        super().open()
+        ctx = self.ctx
+        assert ctx is not None
+        source = self.params["source"]
+        self.reader = source.create_reader(
+            SourceReaderContext(subtask_index=ctx.subtask_index, parallelism=ctx.parallelism, config=ctx.config)
+        )
+        self.batch_size = ctx.config.get(opts.BUFFER_RECORDS) if ctx.config is not None else 1024
+        self.emitter = WatermarkEmitter(self.params["watermark_strategy"], self.output, ctx.processing_time_service, ctx.config)
+        self.emitter.start()
+        type_info = self.params.get("output_type")
+        self._convert = type_info.convert if type_info is not None and type_info.needs_conversion else None
+        self.records_out = 0
+
+    def emit_next(self) -> bool | None:
+        """Emit one batch. True: emitted; False: nothing available now; None: input ended."""
+        batch = self.reader.poll(self.batch_size)
+        if batch is None:
+            return None
+        if not batch:
+            return False
+        if self._convert is not None and type(self.params["source"]).__name__ != "CollectionSource":
+            conv = self._convert
+            batch = [conv(v) for v in batch]
+        self.records_out += len(batch)
+        self.emitter.emit_batch(batch, None)
+        return True
+
+    def finish_input(self) -> None:
+        self.emitter.emit_final()
+
+    def close(self) -> None:
+        self.emitter.stop()
+        try:
+            self.reader.close()
+        finally:
+            super().close()
+
+    def cancel(self) -> None:
+        cancel: Any = getattr(self.reader, "cancel", None)
+        if cancel is not None:
+            cancel()

@@ -1,0 +1,124 @@
+"""The heap keyed state backend: all keyed state of one operator subtask, in dicts.
+
+The backend owns the current key (set per record by the operator), creates state
+objects from descriptors, and can list its entries by key group, which is how
+snapshots address state so that it restores at another parallelism.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from strom.common.key_groups import KeyGroupAssigner, KeyGroupRange
+from strom.datastream.state import (
+    AggregatingStateDescriptor,
+    ListStateDescriptor,
+    MapStateDescriptor,
+    ReducingStateDescriptor,
+    StateDescriptor,
+    ValueStateDescriptor,
+)
+from strom.runtime.state import heap_states as hs
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class StateAccessError(RuntimeError):
+    """State used where it is not allowed, or redeclared with another kind."""
+
+
+class HeapKeyedStateBackend:
+    def __init__(
+        self,
+        *,
+        max_parallelism: int,
+        key_group_range: KeyGroupRange,
+        clock: Callable[[], int] = wall_clock_ms,
+        operator_name: str = "",
+    ) -> None:
+        self.max_parallelism = max_parallelism
+        self.key_group_range = key_group_range
+        self.clock = clock
+        self.operator_name = operator_name
+        self.current_key: Any = None
+        self.tables: dict[str, hs.StateTable] = {}
+        self._states: dict[str, Any] = {}
+        self.key_groups = KeyGroupAssigner(max_parallelism)
+
+    def set_current_key(self, key: Any) -> None:
+        self.current_key = key
+
+    def get_current_key(self) -> Any:
+        return self.current_key
+
+    def current_key_group(self) -> int:
+        return self.key_groups.key_group(self.current_key)
+
+    def get_state(self, descriptor: StateDescriptor) -> Any:
+        """The state object for a descriptor; the same object for the same name."""
+        existing = self._states.get(descriptor.name)
+        if existing is not None:
+            if self.tables[descriptor.name].kind != descriptor.kind:
+                raise StateAccessError(
+                    f"operator {self.operator_name!r}: state {descriptor.name!r} is already registered as "
+                    f"{self.tables[descriptor.name].kind} state, not {descriptor.kind}"
+                )
+            return existing
+        table = self.tables.get(descriptor.name)
+        if table is None:
+            table = self.tables[descriptor.name] = hs.StateTable(descriptor.name, descriptor.kind)
+        state = self._create(descriptor, table)
+        self._states[descriptor.name] = state
+        return state
+
+    def create_namespaced_state(self, descriptor: StateDescriptor) -> Any:
+        """A separate state object over the same table, for use with its own namespace."""
+        table = self.tables.get(descriptor.name)
+        if table is None:
+            table = self.tables[descriptor.name] = hs.StateTable(descriptor.name, descriptor.kind)
+        return self._create(descriptor, table)
+
+    def _create(self, d: StateDescriptor, table: hs.StateTable) -> Any:
+        ttl = d.ttl_config if d.ttl_config is not None and d.ttl_config.is_enabled() else None
+        if isinstance(d, ValueStateDescriptor):
+            return hs.TtlValueState(self, table, ttl) if ttl else hs.HeapValueState(self, table)
+        if isinstance(d, ListStateDescriptor):
+            return hs.TtlListState(self, table, ttl) if ttl else hs.HeapListState(self, table)
+        if isinstance(d, MapStateDescriptor):
+            return hs.TtlMapState(self, table, ttl) if ttl else hs.HeapMapState(self, table)
+        if isinstance(d, ReducingStateDescriptor):
+            fn = d.reduce_function.reduce
+            return hs.TtlReducingState(self, table, ttl, fn) if ttl else hs.HeapReducingState(self, table, fn)
+        if isinstance(d, AggregatingStateDescriptor):
+            agg = d.agg_function
+            return hs.TtlAggregatingState(self, table, ttl, agg) if ttl else hs.HeapAggregatingState(self, table, agg)
+        raise StateAccessError(f"unsupported state descriptor {d!r}")
+
+    # -- key groups -----------------------------------------------------------------------------
+    def entries_by_key_group(self) -> dict[int, dict[str, list[tuple[Any, Any, Any]]]]:
+        """{key_group: {state name: [(key, namespace, value), ...]}} for every entry."""
+        out: dict[int, dict[str, list[tuple[Any, Any, Any]]]] = {}
+        kg = self.key_groups.key_group
+        for name, table in self.tables.items():
+            for key, ns, value in table.entries():
+                group = kg(key)
+                if group not in self.key_group_range:
+                    raise StateAccessError(
+                        f"operator {self.operator_name!r}: key {key!r} of key group {group} is outside this "
+                        f"subtask's range {self.key_group_range}"
+                    )
+                out.setdefault(group, {}).setdefault(name, []).append((key, ns, value))
+        return out
+
+    def keys(self, state_name: str, namespace: Any = hs.VOID) -> list[Any]:
+        table = self.tables.get(state_name)
+        if table is None:
+            return []
+        return list(table.maps.get(namespace, {}).keys())
+
+    def num_entries(self) -> int:
+        return sum(len(m) for t in self.tables.values() for m in t.maps.values())

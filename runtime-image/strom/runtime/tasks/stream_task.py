@@ -1,0 +1,238 @@
+"""StreamTask: one parallel subtask of a JobVertex, run as a mailbox loop in one thread.
+
+A source task pulls batches from its source operator; other tasks take buffers and
+events from their input gate. Between items the loop runs mailbox actions and due
+processing-time timers, and flushes output buffers when idle or when the buffer
+timeout expires. At the end of input: end_input and finish every operator head to
+tail, flush, send end-of-partition downstream, close.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from strom.common import config_options as opts
+from strom.runtime.network.channels import InputGate, TaskCancelledError
+from strom.runtime.network.events import EndOfPartition, StreamStatusEvent, WatermarkEvent
+from strom.runtime.tasks.processing_time import ProcessingTimeService
+from strom.runtime.tasks.watermark_valve import StatusWatermarkValve
+
+CREATED, DEPLOYING, RUNNING, FINISHED, CANCELING, CANCELED, FAILED = (
+    "CREATED", "DEPLOYING", "RUNNING", "FINISHED", "CANCELING", "CANCELED", "FAILED",
+)
+
+
+class StreamTask:
+    def __init__(
+        self,
+        *,
+        name: str,
+        subtask_index: int,
+        parallelism: int,
+        operators: list[Any],
+        outputs: list[Any],
+        writers: list[Any],
+        gate: InputGate | None,
+        processing_time_service: ProcessingTimeService,
+        config: Any,
+        on_done: Callable[[StreamTask], None] | None = None,
+    ) -> None:
+        self.name = name
+        self.subtask_index = subtask_index
+        self.parallelism = parallelism
+        self.operators = operators
+        self.outputs = outputs
+        self.head = operators[0]
+        self.writers = writers
+        self.gate = gate
+        self.pts = processing_time_service
+        self.config = config
+        self.on_done = on_done
+        self.state = CREATED
+        self.failure: BaseException | None = None
+        self.failure_trace: str | None = None
+        self.cancelled = False
+        self.mailbox: deque[Callable[[], None]] = deque()
+        self.records_in = 0
+        self.busy_ns = 0
+        self.buffer_timeout_s = (config.get(opts.BUFFER_TIMEOUT) if config is not None else 100) / 1000.0
+        self.thread = threading.Thread(target=self.run, name=f"{name} ({subtask_index + 1}/{parallelism})", daemon=True)
+
+    @property
+    def display_name(self) -> str:
+        return f"{self.name} ({self.subtask_index + 1}/{self.parallelism})"
+
+    def start(self) -> None:
+        self.state = DEPLOYING
+        self.thread.start()
+
+    def submit(self, action: Callable[[], None]) -> None:
+        """Run `action` in the task thread (mailbox)."""
+        self.mailbox.append(action)
+        if self.gate is not None:
+            with self.gate.cond:
+                self.gate.cond.notify_all()
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self.state not in (FINISHED, FAILED, CANCELED):
+            self.state = CANCELING
+        if self.gate is not None:
+            self.gate.cancel()
+        for w in self.writers:
+            for ch in w.channels:
+                ch.gate.cancel()
+        cancel = getattr(self.head, "cancel", None)
+        if cancel is not None:
+            try:
+                cancel()
+            except Exception:  # noqa: BLE001 - cancelling must not fail
+                pass
+
+    # -- the loop ------------------------------------------------------------------------------------
+    def run(self) -> None:
+        try:
+            for op in reversed(self.operators):
+                op.open()
+            self.state = RUNNING
+            if self.gate is None:
+                self._run_source()
+            else:
+                self._run_inputs()
+            self._finish_operators()
+            for w in self.writers:
+                w.flush()
+                w.close()
+            self._close_operators()
+            self.state = FINISHED
+        except TaskCancelledError:
+            self.state = CANCELED
+            self._close_quietly()
+        except BaseException as e:  # noqa: BLE001 - any failure fails the task with its traceback
+            if self.cancelled:
+                self.state = CANCELED
+            else:
+                self.failure = e
+                self.failure_trace = traceback.format_exc()
+                self.state = FAILED
+            self._close_quietly()
+        finally:
+            if self.on_done is not None:
+                self.on_done(self)
+
+    def _close_quietly(self) -> None:
+        for op in self.operators:
+            try:
+                op.close()
+            except Exception:  # noqa: BLE001 - the first failure is the one reported
+                pass
+
+    def _close_operators(self) -> None:
+        for op in self.operators:
+            op.close()
+
+    def _finish_operators(self) -> None:
+        for i, op in enumerate(self.operators):
+            if i > 0 or self.gate is None:
+                op.end_input(1)
+            op.finish()
+
+    def _run_mailbox(self) -> None:
+        mailbox = self.mailbox
+        while mailbox:
+            mailbox.popleft()()
+        self.pts.run_due()
+
+    def _flush(self) -> None:
+        for w in self.writers:
+            w.flush()
+
+    def _run_source(self) -> None:
+        head = self.head
+        last_flush = time.monotonic()
+        timeout = self.buffer_timeout_s
+        while True:
+            if self.cancelled:
+                raise TaskCancelledError()
+            self._run_mailbox()
+            r = head.emit_next()
+            if r is None:
+                break
+            now = time.monotonic()
+            if r is False:
+                self._flush()
+                last_flush = now
+            elif now - last_flush >= timeout:
+                self._flush()
+                last_flush = now
+        head.finish_input()
+
+    def _run_inputs(self) -> None:
+        gate = self.gate
+        assert gate is not None
+        head = self.head
+        n_inputs = max(ch.input_index for ch in gate.channels) if gate.channels else 1
+        by_input: dict[int, list[int]] = {}
+        for ch in gate.channels:
+            by_input.setdefault(ch.input_index, []).append(ch.index)
+        local_index = {}
+        for _inp, idxs in by_input.items():
+            for j, ci in enumerate(idxs):
+                local_index[ci] = j
+        valves = {inp: StatusWatermarkValve(len(idxs)) for inp, idxs in by_input.items()}
+        remaining = {inp: len(idxs) for inp, idxs in by_input.items()}
+        open_inputs = len(by_input)
+        two = n_inputs >= 2
+        batch_fns = {1: head.process_batch1 if two else head.process_batch, 2: head.process_batch2}
+        wm_fns = {1: head.process_watermark1 if two else head.process_watermark, 2: head.process_watermark2}
+        last_flush = time.monotonic()
+        timeout = self.buffer_timeout_s
+        poll = gate.poll
+        while open_inputs:
+            self._run_mailbox()
+            got = poll(0)
+            if got is None:
+                self._flush()
+                last_flush = time.monotonic()
+                wait = timeout
+                deadline = self.pts.next_deadline()
+                if deadline is not None:
+                    wait = max(0.0, min(wait, (deadline - self.pts.now()) / 1000.0))
+                got = poll(wait)
+                if got is None:
+                    continue
+            ch, item = got
+            inp = ch.input_index
+            if type(item) is tuple:
+                self.records_in += len(item[0])
+                batch_fns[inp](item[0], item[1], item[2])
+                now = time.monotonic()
+                if now - last_flush >= timeout:
+                    self._flush()
+                    last_flush = now
+            elif type(item) is WatermarkEvent:
+                wm = valves[inp].input_watermark(local_index[ch.index], item.timestamp)
+                if wm is not None:
+                    wm_fns[inp](wm)
+            elif type(item) is StreamStatusEvent:
+                wm, status = valves[inp].input_status(local_index[ch.index], item.idle)
+                if wm is not None:
+                    wm_fns[inp](wm)
+                if status is not None:
+                    head.process_status(status)
+            elif type(item) is EndOfPartition:
+                ch.finished = True
+                wm = valves[inp].channel_finished(local_index[ch.index])
+                if wm is not None:
+                    wm_fns[inp](wm)
+                remaining[inp] -= 1
+                if remaining[inp] == 0:
+                    open_inputs -= 1
+                    head.end_input(inp if two else 1)
+            else:
+                raise TypeError(f"unexpected item on channel: {item!r}")
