@@ -1,8 +1,9 @@
 """Types, records, time and configuration shared by the user API and the runtime (`pyflink.common`)."""
 
-from strom.common.configuration import Configuration
 from strom.common.config_options import ConfigError
+from strom.common.configuration import Configuration
 from strom.common.row import Row, RowKind
+from strom.common.serialization import Encoder, SimpleStringSchema
 from strom.common.time import Duration, Time
 from strom.common.typeinfo import RowTypeInfo, TupleTypeInfo, TypeInformation, Types
 from strom.common.watermark_strategy import (
@@ -12,7 +13,6 @@ from strom.common.watermark_strategy import (
     WatermarkOutput,
     WatermarkStrategy,
 )
-from strom.common.serialization import Encoder, SimpleStringSchema
 
 __all__ = [
     "ConfigError",

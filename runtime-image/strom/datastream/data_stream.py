@@ -44,7 +44,7 @@ from strom.graph.transformations import (
 
 if TYPE_CHECKING:
     from strom.datastream.stream_execution_environment import StreamExecutionEnvironment
-    from strom.datastream.window import WindowedStream, AllWindowedStream
+    from strom.datastream.window import AllWindowedStream, WindowedStream
 
 
 class DataStream:

@@ -157,36 +157,42 @@ def generate_stream_graph(
             raise GraphBuildError(
                 f"operator {t.name!r}: parallelism {p} is greater than its max parallelism {mp}"
             )
+        resolved = [(type_number, r) for type_number, inp in enumerate(t.inputs, start=1) for r in resolve(inp)]
+        # Flink's rule: an operator without a slot sharing group inherits its inputs' group
+        # when they all agree, else "default".
+        input_groups = {nodes[src_id].slot_sharing_group for _, (src_id, _, _) in resolved}
+        group = t.slot_sharing_group or (
+            input_groups.pop() if len(input_groups) == 1 else DEFAULT_SLOT_SHARING_GROUP
+        )
         node = StreamNode(
             id=t.id,
             name=t.name,
             transformation=t,
             parallelism=p,
             max_parallelism=mp,
-            slot_sharing_group=t.slot_sharing_group or DEFAULT_SLOT_SHARING_GROUP,
+            slot_sharing_group=group,
             uid=uid,
         )
         nodes[t.id] = node
-        for type_number, inp in enumerate(t.inputs, start=1):
-            for src_id, part, tag in resolve(inp):
-                src = nodes[src_id]
-                if part is None:
-                    part = FORWARD if src.parallelism == node.parallelism else REBALANCE
-                elif part.kind == "forward" and src.parallelism != node.parallelism:
-                    raise GraphBuildError(
-                        f"operator {t.name!r}: forward partitioning needs equal parallelism, but "
-                        f"{src.name!r} has {src.parallelism} and {t.name!r} has {node.parallelism}"
-                    )
-                edge = StreamEdge(
-                    source_id=src_id,
-                    target_id=t.id,
-                    partitioner=part,
-                    type_number=type_number if t.kind == "two_input" else 0,
-                    output_tag=tag,
+        for type_number, (src_id, part, tag) in resolved:
+            src = nodes[src_id]
+            if part is None:
+                part = FORWARD if src.parallelism == node.parallelism else REBALANCE
+            elif part.kind == "forward" and src.parallelism != node.parallelism:
+                raise GraphBuildError(
+                    f"operator {t.name!r}: forward partitioning needs equal parallelism, but "
+                    f"{src.name!r} has {src.parallelism} and {t.name!r} has {node.parallelism}"
                 )
-                edges.append(edge)
-                src.out_edges.append(edge)
-                node.in_edges.append(edge)
+            edge = StreamEdge(
+                source_id=src_id,
+                target_id=t.id,
+                partitioner=part,
+                type_number=type_number if t.kind == "two_input" else 0,
+                output_tag=tag,
+            )
+            edges.append(edge)
+            src.out_edges.append(edge)
+            node.in_edges.append(edge)
 
     # Overrides come before building so that default partitioners see the final parallelism.
     if parallelism_overrides:

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from strom.datastream.state import BroadcastState, ListState, ListStateDescriptor, MapStateDescriptor, OperatorStateStore
+from strom.datastream.state import (
+    BroadcastState,
+    ListState,
+    ListStateDescriptor,
+    MapStateDescriptor,
+    OperatorStateStore,
+)
 
 SPLIT_DISTRIBUTE = "SPLIT_DISTRIBUTE"
 UNION = "UNION"

@@ -1,0 +1,1 @@
+"""Throughput benchmarks. They print figures; they never assert on speed."""

@@ -1,0 +1,194 @@
+"""Micro benchmark of the engine core against a plain-Python loop, in one run.
+
+N events (key = i % 1000, event time = i ms, value = 1):
+  (a) map -> filter (keeps 1/3) -> sink
+  (b) key_by -> 1 s tumbling event-time window -> reduce (sum) -> sink
+Each pipeline runs on Strom at parallelism 1 and as a plain-Python loop that makes one
+function call per operator per record (the same user functions). The ratio
+strom / loop is what to read: absolute figures vary with the machine's load.
+
+    python -m benchmarks.micro [--events 1000000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from strom.common.watermark_strategy import WatermarkStrategy
+from strom.connectors.base import Boundedness, Source, SourceReader, SourceReaderContext
+from strom.datastream import StreamExecutionEnvironment
+from strom.datastream.functions import SinkFunction
+
+WINDOW_MS = 1000
+
+
+def make_event(i: int) -> tuple[int, int, int]:
+    return (i % 1000, i, 1)
+
+
+def map_fn(e: tuple[int, int, int]) -> tuple[int, int, int]:
+    return (e[0], e[1], e[2] * 2)
+
+
+def filter_fn(e: tuple[int, int, int]) -> bool:
+    return e[1] % 3 == 0
+
+
+def key_fn(e: tuple[int, int, int]) -> int:
+    return e[0]
+
+
+def ts_fn(e: tuple[int, int, int], _record_ts: int) -> int:
+    return e[1]
+
+
+def sum_fn(a: tuple[int, int, int], b: tuple[int, int, int]) -> tuple[int, int, int]:
+    return (a[0], a[1], a[2] + b[2])
+
+
+class GeneratorReader(SourceReader):
+    def __init__(self, lo: int, hi: int) -> None:
+        self.next, self.hi = lo, hi
+
+    def poll(self, max_records: int) -> list[Any] | None:
+        if self.next >= self.hi:
+            return None
+        stop = min(self.next + max_records, self.hi)
+        batch = [make_event(i) for i in range(self.next, stop)]
+        self.next = stop
+        return batch
+
+
+class EventSource(Source):
+    """Calls make_event once per index, like Flink's DataGeneratorSource."""
+
+    name = "Events"
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def get_boundedness(self) -> Boundedness:
+        return Boundedness.BOUNDED
+
+    def create_reader(self, context: SourceReaderContext) -> SourceReader:
+        p, i = context.parallelism, context.subtask_index
+        return GeneratorReader(self.n * i // p, self.n * (i + 1) // p)
+
+
+class CountingSink(SinkFunction):
+    count = 0
+    checksum = 0
+
+    def invoke(self, value: Any, context: Any) -> None:
+        CountingSink.count += 1
+
+
+# -- plain-Python references ------------------------------------------------------------------------
+def loop_a(n: int) -> int:
+    count = 0
+
+    def sink(v: Any) -> None:
+        nonlocal count
+        count += 1
+
+    for i in range(n):
+        e = make_event(i)
+        m = map_fn(e)
+        if filter_fn(m):
+            sink(m)
+    return count
+
+
+def loop_b(n: int) -> int:
+    count = 0
+
+    def sink(v: Any) -> None:
+        nonlocal count
+        count += 1
+
+    windows: dict[int, dict[int, tuple[int, int, int]]] = {}
+    fired_until = 0
+    for i in range(n):
+        e = make_event(i)
+        ts = ts_fn(e, 0)
+        k = key_fn(e)
+        start = ts - ts % WINDOW_MS
+        w = windows.get(start)
+        if w is None:
+            w = windows[start] = {}
+        acc = w.get(k)
+        w[k] = e if acc is None else sum_fn(acc, e)
+        # watermark = ts - 1: fire every window whose end passed
+        while fired_until + WINDOW_MS <= ts:
+            for v in windows.pop(fired_until, {}).values():
+                sink(v)
+            fired_until += WINDOW_MS
+    for start in sorted(windows):
+        for v in windows[start].values():
+            sink(v)
+    return count
+
+
+# -- strom --------------------------------------------------------------------------------------------
+def strom_a(n: int, parallelism: int) -> int:
+    CountingSink.count = 0
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(parallelism)
+    ds = env.from_source(EventSource(n), WatermarkStrategy.no_watermarks(), "events")
+    ds.map(map_fn).filter(filter_fn).add_sink(CountingSink())
+    env.execute("bench-a")
+    return CountingSink.count
+
+
+def strom_b(n: int, parallelism: int) -> int:
+    from strom.common.time import Time
+    from strom.datastream.window import TumblingEventTimeWindows
+
+    CountingSink.count = 0
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(parallelism)
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(ts_fn)
+    ds = env.from_source(EventSource(n), strategy, "events")
+    ds.key_by(key_fn).window(TumblingEventTimeWindows.of(Time.milliseconds(WINDOW_MS))).reduce(sum_fn).add_sink(
+        CountingSink()
+    )
+    env.execute("bench-b")
+    return CountingSink.count
+
+
+def timed(fn: Any, *args: Any) -> tuple[float, int]:
+    start = time.perf_counter()
+    out = fn(*args)
+    return time.perf_counter() - start, out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3, help="best of N runs for each figure")
+    ap.add_argument("--parallelism", type=int, default=1)
+    ap.add_argument("--only", choices=["a", "b"], default=None)
+    args = ap.parse_args(argv)
+    n = args.events
+    print(f"events={n} parallelism={args.parallelism} best of {args.repeat}")
+    print(f"{'pipeline':<34}{'loop ev/s':>14}{'strom ev/s':>14}{'strom/loop':>12}")
+    pipelines = {
+        "a": ("(a) map -> filter", loop_a, strom_a),
+        "b": ("(b) key_by -> tumbling 1s -> sum", loop_b, strom_b),
+    }
+    for key, (label, loop, strom) in pipelines.items():
+        if args.only and key != args.only:
+            continue
+        best_loop = min(timed(loop, n)[0] for _ in range(args.repeat))
+        expected = loop(n)
+        runs = [timed(strom, n, args.parallelism) for _ in range(args.repeat)]
+        best_strom = min(t for t, _ in runs)
+        if any(c != expected for _, c in runs):
+            raise SystemExit(f"{label}: strom produced {[c for _, c in runs]} records, expected {expected}")
+        print(f"{label:<34}{n / best_loop:>14,.0f}{n / best_strom:>14,.0f}{best_loop / best_strom:>12.2f}")
+
+
+if __name__ == "__main__":
+    main()
