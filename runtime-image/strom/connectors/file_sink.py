@@ -1,0 +1,253 @@
+"""`FileSink`: PyFlink's row-format file sink, plain (non-transactional) for now.
+
+Each subtask writes one in-progress part file per bucket,
+`.<prefix>-<uuid>-<subtask>-<n><suffix>.inprogress.<uuid>`, and publishes it by renaming
+it to `<prefix>-<uuid>-<subtask>-<n><suffix>` when the rolling policy rolls it and at
+the end of input. On failure or cancellation in-progress files stay hidden (readers
+such as FileSource skip names starting with '.').
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any
+
+from strom.common.serialization import Encoder
+from strom.connectors.file_enumeration import local_path
+from strom.connectors.file_sink_policies import (
+    BucketAssigner,
+    DateTimeBucketAssigner,
+    OutputFileConfig,
+    RollingPolicy,
+)
+from strom.connectors.sink_base import Sink, SinkInitContext, SinkWriter, SinkWriterContext
+
+DEFAULT_BUCKET_CHECK_INTERVAL_MS = 60_000
+
+
+class InProgressPart:
+    """An open part file; what a rolling policy sees as PartFileInfo."""
+
+    __slots__ = ("bucket_id", "creation_time", "last_update_time", "size", "_file", "in_progress_path", "final_path")
+
+    def __init__(self, bucket_id: str, directory: str, final_name: str, now: int) -> None:
+        self.bucket_id = bucket_id
+        self.creation_time = now
+        self.last_update_time = now
+        self.size = 0
+        self.final_path = os.path.join(directory, final_name)
+        self.in_progress_path = os.path.join(directory, f".{final_name}.inprogress.{uuid.uuid4()}")
+        self._file = open(self.in_progress_path, "wb")  # noqa: SIM115 - lives until publish/abandon
+
+    def get_bucket_id(self) -> str:
+        return self.bucket_id
+
+    def get_creation_time(self) -> int:
+        return self.creation_time
+
+    def get_last_update_time(self) -> int:
+        return self.last_update_time
+
+    def get_size(self) -> int:
+        return self.size
+
+    # hot path: called per record
+    def write(self, data: bytes, now: int) -> None:
+        self._file.write(data)
+        self.size += len(data)
+        self.last_update_time = now
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def publish(self) -> str:
+        self._file.close()
+        os.replace(self.in_progress_path, self.final_path)
+        return self.final_path
+
+    def abandon(self) -> None:
+        self._file.close()
+
+
+class Bucket:
+    """One bucket directory of one subtask: its in-progress part and its part counter."""
+
+    __slots__ = ("bucket_id", "directory", "part", "_unique_id", "_counter", "_subtask", "_config")
+
+    def __init__(self, bucket_id: str, directory: str, subtask_index: int, config: OutputFileConfig) -> None:
+        self.bucket_id = bucket_id
+        self.directory = directory
+        self.part: InProgressPart | None = None
+        # Flink's naming: a fresh uuid per bucket keeps names unique across restarts and subtasks.
+        self._unique_id = str(uuid.uuid4())
+        self._counter = 0
+        self._subtask = subtask_index
+        self._config = config
+
+    def roll(self, now: int) -> InProgressPart:
+        self.close_part()
+        os.makedirs(self.directory, exist_ok=True)
+        c = self._config
+        name = f"{c.part_prefix}-{self._unique_id}-{self._subtask}-{self._counter}{c.part_suffix}"
+        self._counter += 1
+        self.part = InProgressPart(self.bucket_id, self.directory, name, now)
+        return self.part
+
+    def close_part(self) -> None:
+        if self.part is not None:
+            self.part.publish()
+            self.part = None
+
+
+class _AssignerContext:
+    """BucketAssigner.Context over the current record; reused for every record."""
+
+    __slots__ = ("_writer_ctx", "_now")
+
+    def __init__(self) -> None:
+        self._writer_ctx: SinkWriterContext | None = None
+        self._now = 0
+
+    def current_processing_time(self) -> int:
+        return self._now
+
+    def current_watermark(self) -> int:
+        assert self._writer_ctx is not None
+        return self._writer_ctx.current_watermark()
+
+    def timestamp(self) -> int | None:
+        assert self._writer_ctx is not None
+        return self._writer_ctx.timestamp()
+
+
+class FileSinkWriter(SinkWriter):
+    def __init__(self, sink: FileSink, context: SinkInitContext) -> None:
+        self._base = local_path(sink.base_path)
+        self._encode = sink.encoder.encode
+        self._assigner = sink.bucket_assigner
+        self._policy = sink.rolling_policy
+        self._config = sink.output_file_config
+        self._subtask = context.subtask_index
+        self._pts = context.processing_time_service
+        self._now = context.processing_time_service.now
+        self._check_interval = sink.bucket_check_interval_ms
+        self._buckets: dict[str, Bucket] = {}
+        self._actx = _AssignerContext()
+        self._closed = False
+        self._pts.register_timer(self._now() + self._check_interval, self._on_bucket_check)
+
+    def _bucket(self, bucket_id: str) -> Bucket:
+        directory = os.path.join(self._base, bucket_id) if bucket_id else self._base
+        bucket = self._buckets[bucket_id] = Bucket(bucket_id, directory, self._subtask, self._config)
+        return bucket
+
+    # hot path: called per record
+    def write(self, value: Any, context: SinkWriterContext) -> None:
+        now = self._now()
+        actx = self._actx
+        actx._writer_ctx = context
+        actx._now = now
+        bucket_id = self._assigner.get_bucket_id(value, actx)
+        bucket = self._buckets.get(bucket_id)
+        if bucket is None:
+            bucket = self._bucket(bucket_id)
+        part = bucket.part
+        if part is None or self._policy.should_roll_on_event(part, value):
+            part = bucket.roll(now)
+        part.write(self._encode(value), now)
+
+    def _on_bucket_check(self, now: int) -> None:
+        if self._closed:
+            return
+        for bucket_id, bucket in list(self._buckets.items()):
+            part = bucket.part
+            if part is not None and self._policy.should_roll_on_processing_time(part, now):
+                bucket.close_part()
+                # An idle bucket (e.g. a past hour) is dropped; a later record starts a new one.
+                del self._buckets[bucket_id]
+        self._pts.register_timer(now + self._check_interval, self._on_bucket_check)
+
+    def flush(self, end_of_input: bool) -> None:
+        for bucket in self._buckets.values():
+            part = bucket.part
+            if part is None:
+                continue
+            if end_of_input or self._policy.should_roll_on_checkpoint(part):
+                bucket.close_part()
+            else:
+                part.flush()
+
+    def close(self) -> None:
+        self._closed = True
+        for bucket in self._buckets.values():
+            if bucket.part is not None:
+                bucket.part.abandon()
+                bucket.part = None
+        self._buckets.clear()
+
+
+class FileSink(Sink):
+    sink_name = "FileSink"
+
+    def __init__(
+        self,
+        base_path: str,
+        encoder: Encoder,
+        *,
+        bucket_assigner: BucketAssigner,
+        rolling_policy: RollingPolicy,
+        output_file_config: OutputFileConfig,
+        bucket_check_interval_ms: int,
+    ) -> None:
+        self.base_path = base_path
+        self.encoder = encoder
+        self.bucket_assigner = bucket_assigner
+        self.rolling_policy = rolling_policy
+        self.output_file_config = output_file_config
+        self.bucket_check_interval_ms = bucket_check_interval_ms
+
+    @staticmethod
+    def for_row_format(base_path: str, encoder: Encoder) -> RowFormatBuilder:
+        return RowFormatBuilder(base_path, encoder)
+
+    def create_writer(self, context: SinkInitContext) -> FileSinkWriter:
+        return FileSinkWriter(self, context)
+
+
+class RowFormatBuilder:
+    def __init__(self, base_path: str, encoder: Encoder) -> None:
+        self._base_path = base_path
+        self._encoder = encoder
+        self._assigner: BucketAssigner = DateTimeBucketAssigner()
+        self._policy: RollingPolicy = RollingPolicy.default_rolling_policy()
+        self._config = OutputFileConfig()
+        self._check_interval = DEFAULT_BUCKET_CHECK_INTERVAL_MS
+
+    def with_bucket_assigner(self, bucket_assigner: BucketAssigner) -> RowFormatBuilder:
+        self._assigner = bucket_assigner
+        return self
+
+    def with_rolling_policy(self, rolling_policy: RollingPolicy) -> RowFormatBuilder:
+        self._policy = rolling_policy
+        return self
+
+    def with_output_file_config(self, output_file_config: OutputFileConfig) -> RowFormatBuilder:
+        self._config = output_file_config
+        return self
+
+    def with_bucket_check_interval(self, interval: int) -> RowFormatBuilder:
+        if interval <= 0:
+            raise ValueError(f"with_bucket_check_interval: interval must be positive, got {interval} ms")
+        self._check_interval = interval
+        return self
+
+    def build(self) -> FileSink:
+        return FileSink(
+            self._base_path,
+            self._encoder,
+            bucket_assigner=self._assigner,
+            rolling_policy=self._policy,
+            output_file_config=self._config,
+            bucket_check_interval_ms=self._check_interval,
+        )

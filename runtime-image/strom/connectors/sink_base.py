@@ -1,0 +1,64 @@
+"""The sink contract the sink-writer operator drives (Flink's Sink V2, without commits yet).
+
+A `Sink` is a description shipped with the job; each parallel subtask asks it for a
+`SinkWriter`. The operator hands the writer every record with a `SinkWriterContext`,
+calls `flush(end_of_input=True)` when the input ended, and `close()` in every case
+(also on failure or cancellation, when nothing may be published).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class ProcessingTimeService(Protocol):
+    """The task's timer service: callbacks run in the task thread, so writers need no locks."""
+
+    def now(self) -> int: ...
+
+    def register_timer(self, timestamp: int, callback: Callable[[int], None]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SinkInitContext:
+    """What a writer learns about its subtask (Flink's Sink.InitContext)."""
+
+    subtask_index: int
+    parallelism: int
+    attempt_number: int
+    processing_time_service: ProcessingTimeService
+    config: Any = None
+
+
+class SinkWriterContext(Protocol):
+    """Per-record context (Flink's SinkWriter.Context)."""
+
+    def timestamp(self) -> int | None: ...
+
+    def current_watermark(self) -> int: ...
+
+
+class SinkWriter(ABC):
+    @abstractmethod
+    def write(self, value: Any, context: SinkWriterContext) -> None:
+        """Write one record."""
+
+    @abstractmethod
+    def flush(self, end_of_input: bool) -> None:
+        """Make written records durable; at the end of input, publish everything."""
+
+    def close(self) -> None:
+        """Release resources. Called after flush at the end of input, or alone on failure."""
+
+
+class Sink(ABC):
+    """A parallel sink: one writer per subtask."""
+
+    sink_name: str = "Sink"
+
+    @abstractmethod
+    def create_writer(self, context: SinkInitContext) -> SinkWriter:
+        """A writer for this subtask."""
