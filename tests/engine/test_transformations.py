@@ -158,3 +158,23 @@ def test_window_on_non_keyed_stream_is_rejected_naming_operator():
     env = env_with(1)
     with pytest.raises(TypeError, match="'Map'.*not keyed"):
         env.from_collection([1]).map(lambda v: v).window(object())
+
+
+def test_each_subtask_gets_its_own_copy_of_the_function():
+    counts = []
+
+    class CountPerSubtask(MapFunction):
+        def open(self, ctx):
+            self.n = 0
+
+        def map(self, v):
+            self.n += 1
+            return v
+
+        def close(self):
+            counts.append(self.n)
+
+    env = env_with(2)
+    out = collect(env.from_collection(list(range(100))).rebalance().map(CountPerSubtask()))
+    assert len(out) == 100
+    assert sorted(counts) == [50, 50]  # not one shared counter reaching 100

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import importlib
 from typing import Any
 
 from strom.graph.stream_graph import StreamNode
+from strom.graph.transformations import OperatorDescriptor
 
 _KINDS: dict[str, str] = {
     "source": "strom.runtime.operators.sources:SourceOperator",
@@ -48,4 +50,29 @@ def create_operator(node: StreamNode) -> Any:
     cls = getattr(importlib.import_module(module), cls_name)
     if "output_type" not in desc.params:
         desc.params["output_type"] = t.output_type
-    return cls(desc, key_selectors=t.key_selectors)
+    return cls(_subtask_copy(desc, node.name), key_selectors=t.key_selectors)
+
+
+def _subtask_copy(desc: OperatorDescriptor, operator_name: str) -> OperatorDescriptor:
+    """Each subtask gets its own copy of the user's functions, as Flink deserializes one per
+    subtask: a function keeps per-subtask fields (state handles set in open()) on `self`.
+
+    Deep copy keeps module globals and closures shared (they are not copied), which is what
+    in-process execution wants; sources are left alone (each subtask makes its own reader).
+    """
+    memo: dict[int, Any] = {}
+    shared = {k: v for k, v in desc.params.items() if k in _NOT_COPIED}
+    for v in shared.values():
+        memo[id(v)] = v
+    try:
+        function = copy.deepcopy(desc.function, memo)
+        params = {k: (v if k in shared else copy.deepcopy(v, memo)) for k, v in desc.params.items()}
+    except Exception as e:  # noqa: BLE001 - reported with the operator's name
+        raise TypeError(
+            f"operator {operator_name!r}: its function cannot be copied for each parallel subtask "
+            f"({type(e).__name__}: {e}); create resources such as connections or locks in open(), not in __init__"
+        ) from e
+    return OperatorDescriptor(desc.kind, function, params, desc.chaining_strategy)
+
+
+_NOT_COPIED = frozenset({"source", "output_type", "collect_id", "sink"})
