@@ -23,9 +23,14 @@ class SourceReaderContext:
     subtask_index: int
     parallelism: int
     config: Any = None
+    # The operator's RuntimeContext, for sources that run user functions (legacy SourceFunction.open).
+    runtime_context: Any = None
 
 
 class SourceReader(ABC):
+    """Readers whose records carry timestamps set `last_timestamps` after each poll: a list
+    parallel to the returned batch, or None when the batch has none."""
+
     @abstractmethod
     def poll(self, max_records: int) -> list[Any] | None:
         """Up to max_records records; [] when none are available now (may wait briefly);

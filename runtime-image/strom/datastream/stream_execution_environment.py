@@ -188,6 +188,8 @@ class StreamExecutionEnvironment:
     ) -> DataStream:
         if not hasattr(source, "create_reader"):
             raise TypeError(f"from_source expects a Source (e.g. NumberSequenceSource, FileSource), got {source!r}")
+        if type_info is None and callable(getattr(source, "get_produced_type", None)):
+            type_info = source.get_produced_type()  # Flink's ResultTypeQueryable sources
         t = self._source_transformation(source, watermark_strategy, source_name, check_type_info(type_info, argument="type_info"))
         if getattr(source, "max_parallelism", None) == 1:
             t.parallelism = 1

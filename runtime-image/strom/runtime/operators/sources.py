@@ -17,8 +17,15 @@ class SourceOperator(StreamOperator):
         assert ctx is not None
         source = self.params["source"]
         self.reader = source.create_reader(
-            SourceReaderContext(subtask_index=ctx.subtask_index, parallelism=ctx.parallelism, config=ctx.config)
+            SourceReaderContext(
+                subtask_index=ctx.subtask_index,
+                parallelism=ctx.parallelism,
+                config=ctx.config,
+                runtime_context=self.runtime_context(),
+            )
         )
+        # Readers of timestamped records (SourceFunction's collect_with_timestamp) expose them per batch.
+        self._timestamped = hasattr(self.reader, "last_timestamps")
         self.batch_size = ctx.config.get(opts.BUFFER_RECORDS) if ctx.config is not None else 1024
         self.emitter = WatermarkEmitter(self.params["watermark_strategy"], self.output, ctx.processing_time_service, ctx.config)
         self.emitter.start()
@@ -37,7 +44,7 @@ class SourceOperator(StreamOperator):
             conv = self._convert
             batch = [conv(v) for v in batch]
         self.records_out += len(batch)
-        self.emitter.emit_batch(batch, None)
+        self.emitter.emit_batch(batch, self.reader.last_timestamps if self._timestamped else None)
         return True
 
     def finish_input(self) -> None:

@@ -1,0 +1,28 @@
+"""Sources and sinks for DataStream programs (`pyflink.datastream.connectors`)."""
+
+from strom.datastream.connectors.base import Sink, Source
+from strom.datastream.connectors.datagen import DataGeneratorSource
+from strom.datastream.connectors.file_system import (
+    BucketAssigner,
+    FileSink,
+    FileSource,
+    FileSourceBuilder,
+    OutputFileConfig,
+    RollingPolicy,
+    StreamFormat,
+)
+from strom.datastream.connectors.number_seq import NumberSequenceSource
+
+__all__ = [
+    "BucketAssigner",
+    "DataGeneratorSource",
+    "FileSink",
+    "FileSource",
+    "FileSourceBuilder",
+    "NumberSequenceSource",
+    "OutputFileConfig",
+    "RollingPolicy",
+    "Sink",
+    "Source",
+    "StreamFormat",
+]

@@ -1,0 +1,23 @@
+"""File sources and sinks (`pyflink.datastream.connectors.file_system`)."""
+
+from strom.connectors.file import (
+    BucketAssigner,
+    FileSink,
+    FileSource,
+    FileSourceBuilder,
+    OutputFileConfig,
+    RollingPolicy,
+    RowFormatBuilder,
+    StreamFormat,
+)
+
+__all__ = [
+    "BucketAssigner",
+    "FileSink",
+    "FileSource",
+    "FileSourceBuilder",
+    "OutputFileConfig",
+    "RollingPolicy",
+    "RowFormatBuilder",
+    "StreamFormat",
+]
