@@ -1,0 +1,1 @@
+"""The Strom Kubernetes operator: reconciles `FlinkJob` resources (group strom.io)."""
