@@ -1,0 +1,116 @@
+"""Windows: the finite buckets that a window assigner puts elements into.
+
+A window is also a state namespace and a timer namespace, so every window type is
+immutable and hashable by value. `TimeWindow` is `[start, end)`; its last timestamp,
+`max_timestamp()`, is when an event-time window is complete.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from strom.common.time import MAX_WATERMARK
+
+MAX_TIMESTAMP = MAX_WATERMARK
+
+
+class Window(ABC):
+    """A grouping of elements with a maximum timestamp (when all of its elements have arrived)."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def max_timestamp(self) -> int:
+        """The largest timestamp that still belongs to this window."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class TimeWindow(Window):
+    """The interval `[start, end)` in milliseconds. Ordered by start, then end (as Flink)."""
+
+    start: int
+    end: int
+
+    def max_timestamp(self) -> int:
+        return self.end - 1
+
+    def get_start(self) -> int:
+        return self.start
+
+    def get_end(self) -> int:
+        return self.end
+
+    def intersects(self, other: TimeWindow) -> bool:
+        """True if the windows overlap or touch (Flink merges touching session windows)."""
+        return self.start <= other.end and self.end >= other.start
+
+    def cover(self, other: TimeWindow) -> TimeWindow:
+        """The smallest window that contains both."""
+        return TimeWindow(min(self.start, other.start), max(self.end, other.end))
+
+    @staticmethod
+    def get_window_start_with_offset(timestamp: int, offset: int, window_size: int) -> int:
+        """Start of the aligned window of `window_size` containing `timestamp`.
+
+        Python's `%` is a floor modulo, so this is also right for negative timestamps
+        (the case Flink handles with an explicit branch)."""
+        return timestamp - (timestamp - offset) % window_size
+
+    @staticmethod
+    def merge_windows(
+        windows: Iterable[TimeWindow], callback: Callable[[list[TimeWindow], TimeWindow], None]
+    ) -> None:
+        """Merge overlapping windows: `callback(merged_windows, result)` per group of two or more."""
+        current: TimeWindow | None = None
+        group: list[TimeWindow] = []
+        groups: list[tuple[TimeWindow, list[TimeWindow]]] = []
+        for candidate in sorted(windows):
+            if current is None:
+                current, group = candidate, [candidate]
+            elif current.intersects(candidate):
+                current = current.cover(candidate)
+                group.append(candidate)
+            else:
+                groups.append((current, group))
+                current, group = candidate, [candidate]
+        if current is not None:
+            groups.append((current, group))
+        for result, merged in groups:
+            if len(merged) > 1:
+                callback(merged, result)
+
+    def __repr__(self) -> str:
+        return f"TimeWindow(start={self.start}, end={self.end})"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class CountWindow(Window):
+    """A count window, identified by a per-key sequence number."""
+
+    id: int
+
+    def max_timestamp(self) -> int:
+        return MAX_TIMESTAMP
+
+    def __repr__(self) -> str:
+        return f"CountWindow(id={self.id})"
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalWindow(Window):
+    """The single window of `GlobalWindows`: all elements of a key."""
+
+    @staticmethod
+    def get() -> GlobalWindow:
+        return _GLOBAL_WINDOW
+
+    def max_timestamp(self) -> int:
+        return MAX_TIMESTAMP
+
+    def __repr__(self) -> str:
+        return "GlobalWindow"
+
+
+_GLOBAL_WINDOW = GlobalWindow()
