@@ -3,7 +3,6 @@
 from collections import Counter
 
 import pytest
-
 from strom.common.watermark_strategy import WatermarkStrategy
 from strom.datastream import (
     CoFlatMapFunction,
