@@ -9,6 +9,7 @@ tail, flush, send end-of-partition downstream, close.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import traceback
@@ -21,6 +22,8 @@ from strom.runtime.network.channels import InputGate, TaskCancelledError
 from strom.runtime.network.events import EndOfPartition, StreamStatusEvent, WatermarkEvent
 from strom.runtime.tasks.processing_time import ProcessingTimeService
 from strom.runtime.tasks.watermark_valve import StatusWatermarkValve
+
+log = logging.getLogger("strom.runtime.task")
 
 CREATED, DEPLOYING, RUNNING, FINISHED, CANCELING, CANCELED, FAILED = (
     "CREATED", "DEPLOYING", "RUNNING", "FINISHED", "CANCELING", "CANCELED", "FAILED",
@@ -120,6 +123,7 @@ class StreamTask:
                 self.failure = e
                 self.failure_trace = traceback.format_exc()
                 self.state = FAILED
+                log.error("%s switched from RUNNING to FAILED:\n%s", self.display_name, self.failure_trace)
             self._close_quietly()
         finally:
             if self.on_done is not None:
