@@ -1,0 +1,260 @@
+"""The `strom` command: run a job file with a configuration.
+
+`strom run JOB.py [job args...] [-p N] [-D key=value ...] [--config FILE]` builds one
+`Configuration` from, in rising precedence, the registry defaults, a YAML file
+(`--config FILE`, else `$STROM_CONF_DIR/config.yaml`), `-D` pairs and `--parallelism`;
+installs it as the context of every `StreamExecutionEnvironment` the job creates; and
+runs the job file as `__main__`. Parsing and configuration building are pure functions;
+`run_job` is the single place that executes a job, so a cluster-backed runner can
+replace it behind the same command.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import traceback
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import yaml
+
+from strom import __version__
+from strom.common.config_options import OPTIONS, PARALLELISM, ConfigError
+from strom.common.configuration import Configuration
+
+EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE = 0, 1, 2
+
+USAGE = """\
+usage: strom [--version] [--help] <command> [<args>]
+
+Commands:
+  run     Run a job file on the embedded local cluster and wait until it finishes.
+
+strom run JOB.py [job args...] [options]
+
+  Runs JOB.py as __main__ with sys.argv = [JOB.py, job args...]. Options may come
+  before or after the job file; arguments after `--` all go to the job.
+
+  -p, --parallelism N     default parallelism (parallelism.default)
+  -D key=value            set a configuration option; repeatable
+  --config FILE           YAML configuration file (flat `a.b: v` keys or nested maps);
+                          default: $STROM_CONF_DIR/config.yaml if it exists
+  -h, --help              show this help
+
+  Precedence: defaults < config file < -D < --parallelism. Keys are Flink's
+  (parallelism.default, execution.buffer-timeout, pipeline.auto-watermark-interval, ...);
+  an unknown key or ill-typed value is an error naming the key.
+
+Exit status: 0 when the job finished, 1 when it failed (the traceback goes to stderr),
+2 for a usage or configuration error.
+"""
+
+
+class UsageError(ValueError):
+    """A command line that cannot be run; the message says what is wrong."""
+
+
+@dataclass(slots=True)
+class RunRequest:
+    path: str
+    job_args: list[str] = field(default_factory=list)
+    dynamic: list[tuple[str, str]] = field(default_factory=list)
+    parallelism: str | None = None
+    config_file: str | None = None
+
+
+# -- parsing (pure) ---------------------------------------------------------------------------
+
+
+def _split_dynamic(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise UsageError(f"-D expects key=value, got {text!r}")
+    return key.strip(), value
+
+
+def parse_run_args(argv: Sequence[str]) -> RunRequest:
+    """`run`'s arguments. Strom's options are recognized anywhere; the first other
+    positional is the job file; everything else, and all after `--`, goes to the job."""
+    path: str | None = None
+    job_args: list[str] = []
+    dynamic: list[tuple[str, str]] = []
+    parallelism: str | None = None
+    config_file: str | None = None
+    args = list(argv)
+    i = 0
+
+    def value_of(option: str) -> str:
+        nonlocal i
+        if i + 1 >= len(args):
+            raise UsageError(f"option {option} expects a value")
+        i += 1
+        return args[i]
+
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            job_args.extend(args[i + 1 :])
+            break
+        if a in ("-p", "--parallelism"):
+            parallelism = value_of(a)
+        elif a.startswith("--parallelism="):
+            parallelism = a.partition("=")[2]
+        elif a == "-D":
+            dynamic.append(_split_dynamic(value_of(a)))
+        elif a.startswith("-D"):
+            dynamic.append(_split_dynamic(a[2:]))
+        elif a == "--config":
+            config_file = value_of(a)
+        elif a.startswith("--config="):
+            config_file = a.partition("=")[2]
+        elif path is None and not a.startswith("-"):
+            path = a
+        elif path is None:
+            raise UsageError(f"unknown option {a!r} before the job file")
+        else:
+            job_args.append(a)
+        i += 1
+    if path is None:
+        raise UsageError("strom run: missing the job file (strom run JOB.py [job args...])")
+    return RunRequest(path, job_args, dynamic, parallelism, config_file)
+
+
+# -- configuration (pure but for reading the file) --------------------------------------------
+
+
+def flatten_config(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested YAML maps to Flink's dotted keys (Flink 1.19+ config.yaml). A map stays a
+    value where its dotted key is a map-typed option."""
+    flat: dict[str, Any] = {}
+    for k, v in tree.items():
+        key = f"{prefix}{k}"
+        opt = OPTIONS.get(key)
+        if isinstance(v, Mapping) and not (opt is not None and opt.type == "map"):
+            flat.update(flatten_config(v, key + "."))
+        else:
+            flat[key] = v
+    return flat
+
+
+def load_config_file(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = yaml.safe_load(f)
+    except OSError as e:
+        raise ConfigError(f"cannot read configuration file {path!r}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"configuration file {path!r} is not valid YAML: {e}") from None
+    if tree is None:
+        return {}
+    if not isinstance(tree, Mapping):
+        raise ConfigError(f"configuration file {path!r}: expected a map of keys to values, got {type(tree).__name__}")
+    flat = flatten_config(tree)
+    for key, value in flat.items():
+        if value is None:
+            raise ConfigError(f"configuration file {path!r}: key {key!r} has no value")
+    return flat
+
+
+def config_file_for(request: RunRequest, environ: Mapping[str, str]) -> str | None:
+    if request.config_file is not None:
+        return request.config_file
+    conf_dir = environ.get("STROM_CONF_DIR")
+    if conf_dir:
+        candidate = os.path.join(conf_dir, "config.yaml")
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def build_configuration(request: RunRequest, environ: Mapping[str, str]) -> Configuration:
+    """defaults < config file < -D < --parallelism; raises ConfigError naming the bad key."""
+    conf = Configuration()
+    path = config_file_for(request, environ)
+    if path is not None:
+        for key, value in load_config_file(path).items():
+            conf.set(key, value)
+    for key, value in request.dynamic:
+        conf.set(key, value)
+    if request.parallelism is not None:
+        conf.set(PARALLELISM.key, request.parallelism)
+    return conf
+
+
+# -- running ----------------------------------------------------------------------------------
+
+
+def _user_traceback(error: BaseException, job_path: str) -> str:
+    """The traceback from the job file's first frame on: the CLI's and runpy's frames are noise."""
+    tb = error.__traceback__
+    target = os.path.abspath(job_path)
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != target:
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(error), error, tb or error.__traceback__))
+
+
+def run_job(path: str, job_args: Sequence[str], configuration: Configuration, *, stderr: TextIO | None = None) -> int:
+    """Run a job file as __main__ with `configuration` as the context of its environments.
+    Returns the exit status: 0 finished, 1 failed (reported on stderr)."""
+    from strom.datastream.stream_execution_environment import set_context
+    from strom.runtime.local_executor import JobExecutionError
+
+    err = stderr or sys.stderr
+    if not os.path.isfile(path):
+        print(f"strom: error: job file {path!r} does not exist", file=err)
+        return EXIT_USAGE
+    job_dir = os.path.dirname(os.path.abspath(path))
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [path, *job_args]
+    sys.path.insert(0, job_dir)  # as `python JOB.py` does: the job's own modules import
+    set_context(configuration)
+    try:
+        runpy.run_path(path, run_name="__main__")
+        return EXIT_OK
+    except SystemExit as e:
+        if e.code is None or isinstance(e.code, int):
+            return e.code or EXIT_OK
+        print(e.code, file=err)
+        return EXIT_JOB_FAILED
+    except JobExecutionError as e:
+        print("\n The program finished with the following exception:\n", file=err)
+        print(str(e), file=err)
+        return EXIT_JOB_FAILED
+    except Exception as e:  # noqa: BLE001 - any error of the job program is reported, not raised
+        print("\n The program finished with the following exception:\n", file=err)
+        print(_user_traceback(e, path), file=err, end="")
+        return EXIT_JOB_FAILED
+    finally:
+        set_context(None)
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(USAGE, file=sys.stdout if args else sys.stderr, end="")
+        return EXIT_OK if args else EXIT_USAGE
+    if args[0] in ("-V", "--version"):
+        print(f"strom {__version__}")
+        return EXIT_OK
+    if args[0] != "run":
+        print(f"strom: error: unknown command {args[0]!r}; try 'strom --help'", file=sys.stderr)
+        return EXIT_USAGE
+    if len(args) > 1 and args[1] in ("-h", "--help"):
+        print(USAGE, end="")
+        return EXIT_OK
+    try:
+        request = parse_run_args(args[1:])
+        configuration = build_configuration(request, os.environ)
+    except (UsageError, ConfigError) as e:
+        print(f"strom: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    return run_job(request.path, request.job_args, configuration)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
