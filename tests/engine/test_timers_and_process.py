@@ -291,3 +291,27 @@ def test_idle_input_does_not_hold_back_watermarks():
     env.execute()
     assert time.monotonic() - start < 4, "idle reader held the watermark back until its deadline"
     assert 10 in fired_at_end and 20 in fired_at_end
+
+
+def test_pyflink_style_yield_tag_value_goes_to_side_output():
+    small = OutputTag("small")
+
+    class Split(ProcessFunction):
+        def process_element(self, value, ctx):
+            if value < 5:
+                yield small, value
+            else:
+                yield value
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    main = env.from_collection(list(range(10))).process(Split())
+    side_out = []
+    from strom.datastream.functions import SinkFunction
+
+    class Keep(SinkFunction):
+        def invoke(self, value, context):
+            side_out.append(value)
+
+    main.get_side_output(small).add_sink(Keep())
+    assert sorted(collect(main)) == [5, 6, 7, 8, 9]
+    assert sorted(side_out) == [0, 1, 2, 3, 4]

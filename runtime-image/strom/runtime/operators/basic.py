@@ -8,10 +8,29 @@ from typing import Any
 
 from strom.common.time import MAX_WATERMARK
 from strom.datastream.functions import TimeDomain
+from strom.datastream.output_tag import OutputTag
 from strom.runtime.operators.base import StreamOperator, results_of
 from strom.runtime.operators.contexts import ProcessContext, SideOutputBuffer
 from strom.runtime.operators.watermarks import WatermarkEmitter
 from strom.runtime.state.heap_states import VOID, StateTable
+
+
+def split_tagged_outputs(
+    out: list[Any], out_ts: list[Any], side: SideOutputBuffer
+) -> tuple[list[Any], list[Any]]:
+    """PyFlink lets process functions `yield output_tag, value` for side outputs: move those."""
+    # hot path: one type check per output record
+    if not any(type(o) is tuple and len(o) == 2 and type(o[0]) is OutputTag for o in out):
+        return out, out_ts
+    main: list[Any] = []
+    main_ts: list[Any] = []
+    for o, t in zip(out, out_ts, strict=True):
+        if type(o) is tuple and len(o) == 2 and type(o[0]) is OutputTag:
+            side.add(o[0], o[1], t)
+        else:
+            main.append(o)
+            main_ts.append(t)
+    return main, main_ts
 
 
 def _converter(descriptor_output_type: Any):
@@ -136,6 +155,8 @@ class ProcessOperator(StreamOperator):
         self._emit(out, out_ts)
 
     def _emit(self, out: list[Any], out_ts: list[Any]) -> None:
+        if out:
+            out, out_ts = split_tagged_outputs(out, out_ts, self._side)
         if self._convert is not None:
             conv = self._convert
             out = [conv(v) for v in out]
