@@ -25,7 +25,7 @@ from strom import __version__
 from strom.common.config_options import OPTIONS, PARALLELISM, ConfigError
 from strom.common.configuration import Configuration
 
-EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 USAGE = """\
 usage: strom [--version] [--help] <command> [<args>]
@@ -49,7 +49,7 @@ strom run JOB.py [job args...] [options]
   an unknown key or ill-typed value is an error naming the key.
 
 Exit status: 0 when the job finished, 1 when it failed (the traceback goes to stderr),
-2 for a usage or configuration error.
+2 for a usage or configuration error, 130 when interrupted (Ctrl-C cancels the job).
 """
 
 
@@ -219,6 +219,9 @@ def run_job(path: str, job_args: Sequence[str], configuration: Configuration, *,
             return e.code or EXIT_OK
         print(e.code, file=err)
         return EXIT_JOB_FAILED
+    except KeyboardInterrupt:
+        print("strom: interrupted; the job was cancelled", file=err)
+        return EXIT_INTERRUPTED
     except JobExecutionError as e:
         print("\n The program finished with the following exception:\n", file=err)
         print(str(e), file=err)
