@@ -1,0 +1,195 @@
+"""The typed FlinkJob spec: frozen dataclasses parsed from the resource body, defaults applied.
+
+Defaults come from the CRD's schema (schema_spec.SPEC) through `apply_defaults`, so a spec parsed
+here equals what the API server stores. `to_dict()` gives the camelCase form kept in
+status.reconciliation (lastReconciledSpec, lastStableSpec). Parsing does not judge values:
+validation.py does, with field paths.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from strom_operator.schema_spec import SPEC
+from strom_operator.schema_types import apply_defaults
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    cpu: str
+    memory: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    entry: str
+    args: tuple[str, ...] = ()
+    parallelism: int = 1
+    max_parallelism: int = 128
+    upgrade_mode: str = "stateless"  # stateless | savepoint | last-state
+    state: str = "running"  # running | suspended
+    savepoint_trigger_nonce: int | None = None
+    initial_savepoint_path: str | None = None
+    allow_non_restored_state: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class JobManagerSpec:
+    resources: Resources = Resources("0.5", "1Gi")
+    pod_template: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskManagerSpec:
+    slots: int = 1
+    resources: Resources = Resources("1", "2Gi")
+    pod_template: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointingSpec:
+    interval: str | None = None
+    mode: str = "EXACTLY_ONCE"
+    dir: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SavepointsSpec:
+    dir: str | None = None
+    periodic_interval: str | None = None
+    max_history: int = 10
+    max_age: str = "24 h"
+    on_deletion: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class S3Spec:
+    endpoint: str | None = None
+    credentials_secret: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FlinkJobSpec:
+    """The desired state of one FlinkJob. Mappings inside are treated as read-only."""
+
+    image: str
+    job: JobSpec
+    image_pull_policy: str = "IfNotPresent"
+    service_account: str | None = None
+    mode: str = "streaming"
+    job_manager: JobManagerSpec = JobManagerSpec()
+    task_manager: TaskManagerSpec = TaskManagerSpec()
+    checkpointing: CheckpointingSpec = CheckpointingSpec()
+    savepoints: SavepointsSpec = SavepointsSpec()
+    s3: S3Spec = S3Spec()
+    autoscaler: Mapping[str, Any] = field(default_factory=dict)
+    flink_configuration: Mapping[str, str] = field(default_factory=dict)
+    restart_nonce: int | None = None
+    pod_template: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> FlinkJobSpec:
+        d = apply_defaults(SPEC, dict(raw))
+        job, jm, tm = d.get("job") or {}, d["jobManager"], d["taskManager"]
+        cp, sp, s3 = d["checkpointing"], d["savepoints"], d["s3"]
+        return cls(
+            image=str(d.get("image", "")),
+            image_pull_policy=d["imagePullPolicy"],
+            service_account=d.get("serviceAccount"),
+            mode=d["mode"],
+            job=JobSpec(
+                entry=str(job.get("entry", "")),
+                args=tuple(str(a) for a in job.get("args") or ()),
+                parallelism=job.get("parallelism", 1),
+                max_parallelism=job.get("maxParallelism", 128),
+                upgrade_mode=job.get("upgradeMode", "stateless"),
+                state=job.get("state", "running"),
+                savepoint_trigger_nonce=job.get("savepointTriggerNonce"),
+                initial_savepoint_path=job.get("initialSavepointPath"),
+                allow_non_restored_state=bool(job.get("allowNonRestoredState", False)),
+            ),
+            job_manager=JobManagerSpec(Resources(str(jm["resources"]["cpu"]), str(jm["resources"]["memory"])),
+                                       jm.get("podTemplate") or {}),
+            task_manager=TaskManagerSpec(tm["slots"],
+                                         Resources(str(tm["resources"]["cpu"]), str(tm["resources"]["memory"])),
+                                         tm.get("podTemplate") or {}),
+            checkpointing=CheckpointingSpec(cp.get("interval"), cp["mode"], cp.get("dir")),
+            savepoints=SavepointsSpec(sp.get("dir"), sp.get("periodicInterval"), sp["maxHistory"], sp["maxAge"],
+                                      sp["onDeletion"]),
+            s3=S3Spec(s3.get("endpoint"), s3.get("credentialsSecret")),
+            autoscaler=d["autoscaler"],
+            flink_configuration={str(k): str(v) for k, v in (d.get("flinkConfiguration") or {}).items()},
+            restart_nonce=d.get("restartNonce"),
+            pod_template=d.get("podTemplate") or {},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The camelCase spec with defaults filled in; `from_dict(to_dict())` gives the same spec."""
+        j = self.job
+        job: dict[str, Any] = {
+            "entry": j.entry, "args": list(j.args), "parallelism": j.parallelism,
+            "maxParallelism": j.max_parallelism, "upgradeMode": j.upgrade_mode, "state": j.state,
+            "allowNonRestoredState": j.allow_non_restored_state,
+        }
+        _put(job, "savepointTriggerNonce", j.savepoint_trigger_nonce)
+        _put(job, "initialSavepointPath", j.initial_savepoint_path)
+        out: dict[str, Any] = {"image": self.image, "imagePullPolicy": self.image_pull_policy, "mode": self.mode,
+                               "job": job}
+        _put(out, "serviceAccount", self.service_account)
+        out["jobManager"] = {"resources": _resources(self.job_manager.resources)}
+        _put(out["jobManager"], "podTemplate", copy.deepcopy(dict(self.job_manager.pod_template)) or None)
+        out["taskManager"] = {"slots": self.task_manager.slots, "resources": _resources(self.task_manager.resources)}
+        _put(out["taskManager"], "podTemplate", copy.deepcopy(dict(self.task_manager.pod_template)) or None)
+        out["checkpointing"] = {"mode": self.checkpointing.mode}
+        _put(out["checkpointing"], "interval", self.checkpointing.interval)
+        _put(out["checkpointing"], "dir", self.checkpointing.dir)
+        sp = self.savepoints
+        out["savepoints"] = {"maxHistory": sp.max_history, "maxAge": sp.max_age, "onDeletion": sp.on_deletion}
+        _put(out["savepoints"], "dir", sp.dir)
+        _put(out["savepoints"], "periodicInterval", sp.periodic_interval)
+        out["s3"] = {}
+        _put(out["s3"], "endpoint", self.s3.endpoint)
+        _put(out["s3"], "credentialsSecret", self.s3.credentials_secret)
+        out["autoscaler"] = copy.deepcopy(dict(self.autoscaler))
+        _put(out, "flinkConfiguration", dict(self.flink_configuration) or None)
+        _put(out, "restartNonce", self.restart_nonce)
+        _put(out, "podTemplate", copy.deepcopy(dict(self.pod_template)) or None)
+        return out
+
+
+def _put(d: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None:
+        d[key] = value
+
+
+def _resources(r: Resources) -> dict[str, str]:
+    return {"cpu": r.cpu, "memory": r.memory}
+
+
+# Fields whose change needs no redeployment: the operator applies them itself. A change of any
+# other field is an upgrade (as in the Flink Kubernetes Operator).
+_OPERATOR_ONLY = {
+    "job": ("state", "savepointTriggerNonce"),
+    "savepoints": ("periodicInterval", "maxHistory", "maxAge", "onDeletion"),
+}
+
+
+def deployment_relevant(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a camelCase spec whose change requires an upgrade of the running job."""
+    out = copy.deepcopy(dict(spec))
+    for section, fields in _OPERATOR_ONLY.items():
+        if isinstance(out.get(section), dict):
+            for f in fields:
+                out[section].pop(f, None)
+    return out
+
+
+def needs_upgrade(desired: FlinkJobSpec, reconciled: Mapping[str, Any] | None) -> bool:
+    """True when `desired` differs from the reconciled spec in a field that needs a redeployment."""
+    if reconciled is None:
+        return True
+    before = FlinkJobSpec.from_dict(reconciled).to_dict()
+    return deployment_relevant(desired.to_dict()) != deployment_relevant(before)
