@@ -178,3 +178,22 @@ def test_each_subtask_gets_its_own_copy_of_the_function():
     out = collect(env.from_collection(list(range(100))).rebalance().map(CountPerSubtask()))
     assert len(out) == 100
     assert sorted(counts) == [50, 50]  # not one shared counter reaching 100
+
+
+def test_closing_collect_iterator_cancels_an_unbounded_job():
+    import threading
+    import time
+
+    from strom.connectors.datagen import DataGeneratorSource
+
+    env = env_with(1)
+    ds = env.from_source(DataGeneratorSource(lambda i: i, None), WatermarkStrategy.no_watermarks(), "endless")
+    assert ds.execute_and_collect(limit=5) == [0, 1, 2, 3, 4]
+
+    def running():
+        return [t for t in threading.enumerate() if t.name.startswith("Source: endless")]
+
+    deadline = time.monotonic() + 20
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not running(), "the unbounded job kept running after the client stopped reading"

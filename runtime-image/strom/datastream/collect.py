@@ -28,11 +28,17 @@ def result_queue(collect_id: str) -> queue.Queue[tuple[str, Any]]:
         return _queues[collect_id]
 
 
+def is_open(collect_id: str) -> bool:
+    """False once the consumer closed its iterator: the sink then drops records."""
+    with _lock:
+        return collect_id in _queues
+
+
 class CloseableIterator(Iterator[Any]):
-    def __init__(self, q: queue.Queue[tuple[str, Any]], collect_id: str, thread: threading.Thread) -> None:
+    def __init__(self, q: queue.Queue[tuple[str, Any]], collect_id: str, cancel: Any) -> None:
         self._q = q
         self._id = collect_id
-        self._thread = thread
+        self._cancel = cancel
         self._buffer: list[Any] = []
         self._pos = 0
         self._done = False
@@ -57,8 +63,13 @@ class CloseableIterator(Iterator[Any]):
         return v
 
     def close(self) -> None:
+        """Stop consuming; a job that is still running (e.g. unbounded) is cancelled."""
         with _lock:
             _queues.pop(self._id, None)
+        if not self._done:
+            self._done = True
+            if self._cancel is not None:
+                self._cancel()
 
     def __enter__(self) -> CloseableIterator:
         return self
@@ -67,10 +78,20 @@ class CloseableIterator(Iterator[Any]):
         self.close()
 
 
+def _offer(q: queue.Queue[tuple[str, Any]], item: tuple[str, Any], collect_id: str) -> None:
+    while is_open(collect_id):
+        try:
+            q.put(item, timeout=0.1)
+            return
+        except queue.Full:
+            continue
+
+
 def collect_results(stream: DataStream, job_name: str | None, limit: int | None) -> Any:
     env = stream._env
     collect_id = f"collect-{next(_ids)}"
-    q: queue.Queue[tuple[str, Any]] = queue.Queue()
+    # bounded: a consumer that reads slowly back-pressures the job instead of buffering it all
+    q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=64)
     with _lock:
         _queues[collect_id] = q
     env._new_transformation(
@@ -82,22 +103,34 @@ def collect_results(stream: DataStream, job_name: str | None, limit: int | None)
     )
     graph = env.get_stream_graph(job_name, clear_transformations=True)
 
-    def run() -> None:
-        from strom.datastream import stream_execution_environment as see
+    from strom.datastream import stream_execution_environment as see
 
+    executor = see._context_executor
+    cancel = None
+    if executor is None:
+        from strom.runtime.local_executor import LocalJob
+
+        job = LocalJob(graph)
+        job.start()
+        cancel = job.cancel
+
+        def execute(_graph: Any) -> Any:
+            return job.wait()
+
+        executor = execute
+
+    def run() -> None:
         try:
-            executor = see._context_executor
-            if executor is None:
-                from strom.runtime.local_executor import execute_locally as executor
             executor(graph)
-            q.put(("end", None))
+            _offer(q, ("end", None), collect_id)
         except BaseException as e:  # noqa: BLE001 - handed to the consumer
-            q.put(("end", e))
+            _offer(q, ("end", e), collect_id)
 
     thread = threading.Thread(target=run, name=f"strom-collect-{collect_id}", daemon=True)
     thread.start()
-    it = CloseableIterator(q, collect_id, thread)
+    it = CloseableIterator(q, collect_id, cancel)
     if limit is not None:
         out = list(itertools.islice(it, limit))
+        it.close()
         return out
     return it

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import queue
 import sys
 import threading
 from typing import Any
@@ -9,6 +11,7 @@ from typing import Any
 from strom.runtime.operators.base import StreamOperator
 
 _print_lock = threading.Lock()
+_stdout_closed = False
 
 
 class PrintSinkOperator(StreamOperator):
@@ -31,9 +34,20 @@ class PrintSinkOperator(StreamOperator):
     def process_batch(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
         prefix = self._prefix
         text = "".join(f"{prefix}{v}\n" for v in values)
+        global _stdout_closed
         with _print_lock:
-            self._stream.write(text)
-            self._stream.flush()
+            if _stdout_closed:
+                return
+            try:
+                self._stream.write(text)
+                self._stream.flush()
+            except BrokenPipeError:
+                # The reader went away (e.g. `strom run job.py | head`): stop printing quietly, as
+                # command-line tools do, and point the descriptor at /dev/null so that the
+                # interpreter's final flush does not fail either.
+                _stdout_closed = True
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, self._stream.fileno())
 
 
 class SinkContext:
@@ -81,9 +95,18 @@ class CollectSinkOperator(StreamOperator):
 
     def open(self) -> None:
         super().open()
-        from strom.datastream.collect import result_queue
+        from strom.datastream.collect import is_open, result_queue
 
-        self._queue = result_queue(self.params["collect_id"])
+        self._id = self.params["collect_id"]
+        self._queue = result_queue(self._id)
+        self._is_open = is_open
 
     def process_batch(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
-        self._queue.put(("records", list(values)))
+        item = ("records", list(values))
+        while True:
+            try:
+                self._queue.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                if not self._is_open(self._id):
+                    return  # the client stopped reading; the job is being cancelled
