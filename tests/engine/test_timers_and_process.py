@@ -219,7 +219,7 @@ def test_watermark_of_union_is_min_of_inputs():
     slow = env.from_collection([("s", 5)]).assign_timestamps_and_watermarks(punctuated_watermarks(0, lambda e: e[1]))
     out = collect(fast.union(slow).process(Report()))
     # the union's event time never exceeds the slow input's watermark (4) until that input ends
-    for (_, ts), wm in out:
+    for (_, _ts), wm in out:
         assert wm <= 199
     assert max(wm for _, wm in out) <= 199
 

@@ -18,7 +18,10 @@ def env_with(parallelism=2):
 def test_map_flat_map_filter_chain():
     env = env_with()
     out = collect(
-        env.from_collection(["a b c", "d", "", "e f"]).flat_map(lambda s: s.split()).map(str.upper).filter(lambda w: w != "D")
+        env.from_collection(["a b c", "d", "", "e f"])
+        .flat_map(lambda s: s.split())
+        .map(str.upper)
+        .filter(lambda w: w != "D")
     )
     assert sorted(out) == ["A", "B", "C", "E", "F"]
 

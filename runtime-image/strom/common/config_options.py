@@ -18,11 +18,27 @@ class ConfigError(ValueError):
 
 
 _DURATION_UNITS = {
-    "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
-    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
-    "min": 60_000, "m": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
-    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
-    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
+    "ms": 1,
+    "milli": 1,
+    "millis": 1,
+    "millisecond": 1,
+    "milliseconds": 1,
+    "s": 1000,
+    "sec": 1000,
+    "secs": 1000,
+    "second": 1000,
+    "seconds": 1000,
+    "min": 60_000,
+    "m": 60_000,
+    "mins": 60_000,
+    "minute": 60_000,
+    "minutes": 60_000,
+    "h": 3_600_000,
+    "hour": 3_600_000,
+    "hours": 3_600_000,
+    "d": 86_400_000,
+    "day": 86_400_000,
+    "days": 86_400_000,
 }
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
@@ -147,23 +163,37 @@ BUFFER_TIMEOUT = option(
     "execution.buffer-timeout", "duration", 100, "Longest time a partly filled buffer waits before it is sent."
 )
 BUFFER_RECORDS = option(
-    "strom.network.buffer-records", "int", 1024, "Records per network buffer (Strom counts records, not bytes).",
+    "strom.network.buffer-records",
+    "int",
+    1024,
+    "Records per network buffer (Strom counts records, not bytes).",
     minimum=1,
 )
 BUFFERS_PER_CHANNEL = option(
-    "taskmanager.network.memory.buffers-per-channel", "int", 2, "Exclusive buffers (credits) per channel.",
+    "taskmanager.network.memory.buffers-per-channel",
+    "int",
+    2,
+    "Exclusive buffers (credits) per channel.",
     minimum=1,
 )
 FLOATING_BUFFERS = option(
-    "taskmanager.network.memory.floating-buffers-per-gate", "int", 8, "Floating buffers per input gate.",
+    "taskmanager.network.memory.floating-buffers-per-gate",
+    "int",
+    8,
+    "Floating buffers per input gate.",
     minimum=0,
 )
-OBJECT_REUSE = option("pipeline.object-reuse", "bool", False, "Accepted for compatibility; Python objects are not copied.")
+OBJECT_REUSE = option(
+    "pipeline.object-reuse", "bool", False, "Accepted for compatibility; Python objects are not copied."
+)
 
 # -- checkpointing / state ------------------------------------------------------------------
 CHECKPOINT_INTERVAL = option("execution.checkpointing.interval", "duration", 0, "Checkpoint interval; 0 = off.")
 CHECKPOINT_MODE = option(
-    "execution.checkpointing.mode", "enum", "EXACTLY_ONCE", "Checkpointing mode.",
+    "execution.checkpointing.mode",
+    "enum",
+    "EXACTLY_ONCE",
+    "Checkpointing mode.",
     allowed=("EXACTLY_ONCE", "AT_LEAST_ONCE"),
 )
 STATE_BACKEND = option("state.backend.type", "enum", "HASHMAP", "State backend.", allowed=("HASHMAP", "ROCKSDB"))
@@ -172,7 +202,10 @@ SAVEPOINTS_DIR = option("state.savepoints.dir", "str", "", "Default savepoint di
 
 # -- failover -------------------------------------------------------------------------------
 RESTART_STRATEGY = option(
-    "restart-strategy.type", "enum", "NONE", "Restart strategy.",
+    "restart-strategy.type",
+    "enum",
+    "NONE",
+    "Restart strategy.",
     allowed=("NONE", "DISABLE", "OFF", "FIXED_DELAY", "FIXEDDELAY", "EXPONENTIAL_DELAY", "FAILURE_RATE"),
 )
 RESTART_ATTEMPTS = option("restart-strategy.fixed-delay.attempts", "int", 1, "Restart attempts.", minimum=0)

@@ -51,7 +51,9 @@ class RowTypeInfo(TypeInformation):
         self.field_types = list(field_types)
         self.field_names = list(field_names) if field_names else [f"f{i}" for i in range(len(field_types))]
         self.named = field_names is not None
-        self.name = "Row(" + ", ".join(f"{n}: {t!r}" for n, t in zip(self.field_names, self.field_types)) + ")"
+        self.name = (
+            "Row(" + ", ".join(f"{n}: {t!r}" for n, t in zip(self.field_names, self.field_types, strict=False)) + ")"
+        )
 
     def get_field_names(self) -> list[str]:
         return list(self.field_names)

@@ -156,9 +156,7 @@ class DataStream:
 
     def process(self, func: ProcessFunction, output_type: TypeInformation | None = None) -> DataStream:
         if isinstance(func, KeyedProcessFunction):
-            raise TypeError(
-                "process(): a KeyedProcessFunction needs a keyed stream; call key_by(...) before process()"
-            )
+            raise TypeError("process(): a KeyedProcessFunction needs a keyed stream; call key_by(...) before process()")
         if not isinstance(func, ProcessFunction):
             raise TypeError(f"process() expects a ProcessFunction, got {type(func).__name__}")
         return DataStream(self._env, self._one_input("Process", OperatorDescriptor("process", func), output_type))
@@ -208,9 +206,7 @@ class DataStream:
 
     # -- combining streams -----------------------------------------------------------------------
     def union(self, *streams: DataStream) -> DataStream:
-        t = self._env._new_transformation(
-            name="Union", kind="union", inputs=[self._t] + [s._t for s in streams]
-        )
+        t = self._env._new_transformation(name="Union", kind="union", inputs=[self._t] + [s._t for s in streams])
         t.output_type = self._t.output_type
         return DataStream(self._env, t)
 
@@ -385,7 +381,9 @@ class KeyedStream(DataStream):
         op = OperatorDescriptor("filter", as_filter_function(func))
         return DataStream(self._env, self._keyed("Filter", op, self._t.output_type))
 
-    def process(self, func: KeyedProcessFunction | ProcessFunction, output_type: TypeInformation | None = None) -> DataStream:
+    def process(
+        self, func: KeyedProcessFunction | ProcessFunction, output_type: TypeInformation | None = None
+    ) -> DataStream:
         if not isinstance(func, KeyedProcessFunction | ProcessFunction):
             raise TypeError(f"process() expects a KeyedProcessFunction, got {type(func).__name__}")
         return DataStream(
@@ -506,8 +504,12 @@ class ConnectedStreams:
     def _is_keyed(self) -> bool:
         return isinstance(self.stream1, KeyedStream) and isinstance(self.stream2, KeyedStream)
 
-    def key_by(self, key_selector1: Any, key_selector2: Any, key_type: TypeInformation | None = None) -> ConnectedStreams:
-        return ConnectedStreams(self.stream1.key_by(key_selector1, key_type), self.stream2.key_by(key_selector2, key_type))
+    def key_by(
+        self, key_selector1: Any, key_selector2: Any, key_type: TypeInformation | None = None
+    ) -> ConnectedStreams:
+        return ConnectedStreams(
+            self.stream1.key_by(key_selector1, key_type), self.stream2.key_by(key_selector2, key_type)
+        )
 
     def _two_input(self, name: str, op: OperatorDescriptor, output_type: TypeInformation | None) -> DataStream:
         keys: tuple[Any, ...] = ()
@@ -533,7 +535,9 @@ class ConnectedStreams:
             raise TypeError("ConnectedStreams.flat_map() expects a CoFlatMapFunction")
         return self._two_input("Co-Flat Map", OperatorDescriptor("co_flat_map", func), output_type)
 
-    def process(self, func: CoProcessFunction | KeyedCoProcessFunction, output_type: TypeInformation | None = None) -> DataStream:
+    def process(
+        self, func: CoProcessFunction | KeyedCoProcessFunction, output_type: TypeInformation | None = None
+    ) -> DataStream:
         if isinstance(func, KeyedCoProcessFunction):
             if not self._is_keyed():
                 raise TypeError("a KeyedCoProcessFunction needs both connected streams keyed: use key_by(k1, k2)")

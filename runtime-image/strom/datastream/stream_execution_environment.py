@@ -118,9 +118,7 @@ class StreamExecutionEnvironment:
     def set_stream_time_characteristic(self, characteristic: TimeCharacteristic) -> StreamExecutionEnvironment:
         return self  # Flink >= 1.12: event time is the default; kept for old programs
 
-    def enable_checkpointing(
-        self, interval: int, mode: CheckpointingMode | None = None
-    ) -> StreamExecutionEnvironment:
+    def enable_checkpointing(self, interval: int, mode: CheckpointingMode | None = None) -> StreamExecutionEnvironment:
         self._conf.set(opts.CHECKPOINT_INTERVAL.key, interval)
         if mode is not None:
             self._conf.set(opts.CHECKPOINT_MODE.key, mode.name)
@@ -172,7 +170,10 @@ class StreamExecutionEnvironment:
             kind="source",
             operator=OperatorDescriptor(
                 "source",
-                params={"source": source, "watermark_strategy": watermark_strategy or WatermarkStrategy.no_watermarks()},
+                params={
+                    "source": source,
+                    "watermark_strategy": watermark_strategy or WatermarkStrategy.no_watermarks(),
+                },
                 chaining_strategy="HEAD",
             ),
             output_type=type_info,
@@ -190,13 +191,17 @@ class StreamExecutionEnvironment:
             raise TypeError(f"from_source expects a Source (e.g. NumberSequenceSource, FileSource), got {source!r}")
         if type_info is None and callable(getattr(source, "get_produced_type", None)):
             type_info = source.get_produced_type()  # Flink's ResultTypeQueryable sources
-        t = self._source_transformation(source, watermark_strategy, source_name, check_type_info(type_info, argument="type_info"))
+        t = self._source_transformation(
+            source, watermark_strategy, source_name, check_type_info(type_info, argument="type_info")
+        )
         if getattr(source, "max_parallelism", None) == 1:
             t.parallelism = 1
             t.parallelism_fixed = True
         return DataStream(self, t)
 
-    def add_source(self, source_func: Any, source_name: str = "Custom Source", type_info: TypeInformation | None = None) -> DataStream:
+    def add_source(
+        self, source_func: Any, source_name: str = "Custom Source", type_info: TypeInformation | None = None
+    ) -> DataStream:
         from strom.connectors.source_function import SourceFunctionSource
 
         t = self._source_transformation(SourceFunctionSource(source_func), None, source_name, type_info)

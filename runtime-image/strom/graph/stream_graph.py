@@ -100,7 +100,11 @@ class StreamGraph:
             if node.in_edges:
                 preds = []
                 for e in node.in_edges:
-                    p: dict[str, Any] = {"id": e.source_id, "ship_strategy": e.partitioner.ship_strategy, "side": "second"}
+                    p: dict[str, Any] = {
+                        "id": e.source_id,
+                        "ship_strategy": e.partitioner.ship_strategy,
+                        "side": "second",
+                    }
                     preds.append(p)
                 entry["predecessors"] = preds
             out.append(entry)
@@ -154,16 +158,12 @@ def generate_stream_graph(
                 )
             uids[t.uid] = t.id
         if p > mp:
-            raise GraphBuildError(
-                f"operator {t.name!r}: parallelism {p} is greater than its max parallelism {mp}"
-            )
+            raise GraphBuildError(f"operator {t.name!r}: parallelism {p} is greater than its max parallelism {mp}")
         resolved = [(type_number, r) for type_number, inp in enumerate(t.inputs, start=1) for r in resolve(inp)]
         # Flink's rule: an operator without a slot sharing group inherits its inputs' group
         # when they all agree, else "default".
         input_groups = {nodes[src_id].slot_sharing_group for _, (src_id, _, _) in resolved}
-        group = t.slot_sharing_group or (
-            input_groups.pop() if len(input_groups) == 1 else DEFAULT_SLOT_SHARING_GROUP
-        )
+        group = t.slot_sharing_group or (input_groups.pop() if len(input_groups) == 1 else DEFAULT_SLOT_SHARING_GROUP)
         node = StreamNode(
             id=t.id,
             name=t.name,

@@ -93,7 +93,9 @@ def build_tasks(
             pts = ProcessingTimeService(clock) if clock is not None else ProcessingTimeService()
             task_metrics = metrics.add_group("task", v.name).add_group("subtask", str(i))
 
-            def make_context(node: Any, _i: int = i, _v: JobVertex = v, _pts: Any = pts, _m: Any = task_metrics) -> OperatorContext:
+            def make_context(
+                node: Any, _i: int = i, _v: JobVertex = v, _pts: Any = pts, _m: Any = task_metrics
+            ) -> OperatorContext:
                 return OperatorContext(
                     task_name=_v.name,
                     operator_name=node.name,

@@ -88,7 +88,9 @@ class RecordWriter:
         targets = [kg(k) * p // mp for k in keys]
         self._scatter(targets, values, timestamps, keys)
 
-    def _scatter(self, targets: list[int], values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
+    def _scatter(
+        self, targets: list[int], values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None
+    ) -> None:
         n = self.n
         vs: list[list[Any]] = [[] for _ in range(n)]
         ts: list[list[Any]] | None = [[] for _ in range(n)] if timestamps is not None else None

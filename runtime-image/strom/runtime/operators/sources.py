@@ -27,7 +27,9 @@ class SourceOperator(StreamOperator):
         # Readers of timestamped records (SourceFunction's collect_with_timestamp) expose them per batch.
         self._timestamped = hasattr(self.reader, "last_timestamps")
         self.batch_size = ctx.config.get(opts.BUFFER_RECORDS) if ctx.config is not None else 1024
-        self.emitter = WatermarkEmitter(self.params["watermark_strategy"], self.output, ctx.processing_time_service, ctx.config)
+        self.emitter = WatermarkEmitter(
+            self.params["watermark_strategy"], self.output, ctx.processing_time_service, ctx.config
+        )
         self.emitter.start()
         type_info = self.params.get("output_type")
         self._convert = type_info.convert if type_info is not None and type_info.needs_conversion else None

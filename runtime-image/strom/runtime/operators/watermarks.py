@@ -97,7 +97,9 @@ class WatermarkEmitter:
             if timestamps is None:
                 ts = [extract(v, MIN_WATERMARK) for v in values]
             else:
-                ts = [extract(v, t if t is not None else MIN_WATERMARK) for v, t in zip(values, timestamps, strict=True)]
+                ts = [
+                    extract(v, t if t is not None else MIN_WATERMARK) for v, t in zip(values, timestamps, strict=True)
+                ]
         else:
             ts = timestamps
         if self.batched:

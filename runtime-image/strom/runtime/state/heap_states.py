@@ -288,7 +288,10 @@ class TtlValueState(_HeapState, _Ttl, ValueState):
         now = self._now()
         if stamped is None:
             return None
-        if self._expired(stamped, now) and self.ttl.state_visibility == StateTtlConfig.StateVisibility.NeverReturnExpired:
+        if (
+            self._expired(stamped, now)
+            and self.ttl.state_visibility == StateTtlConfig.StateVisibility.NeverReturnExpired
+        ):
             del self._map[k]
             return None
         if self._refresh_on_read:

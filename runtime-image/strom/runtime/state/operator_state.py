@@ -106,8 +106,7 @@ class ReadOnlyView(BroadcastState):
 
     def _ro(self, *_: Any) -> None:
         raise TypeError(
-            f"broadcast state {self._s.name!r} is read-only in process_element; "
-            "modify it in process_broadcast_element"
+            f"broadcast state {self._s.name!r} is read-only in process_element; modify it in process_broadcast_element"
         )
 
     put = put_all = remove = clear = _ro  # type: ignore[assignment]
@@ -153,9 +152,7 @@ class DefaultOperatorStateStore(OperatorStateStore):
         return out
 
 
-def redistribute(
-    snapshots: list[dict[str, tuple[str, Any]]], new_parallelism: int
-) -> list[dict[str, tuple[str, Any]]]:
+def redistribute(snapshots: list[dict[str, tuple[str, Any]]], new_parallelism: int) -> list[dict[str, tuple[str, Any]]]:
     """Operator state of all old subtasks -> state per new subtask, by each state's mode."""
     out: list[dict[str, tuple[str, Any]]] = [{} for _ in range(new_parallelism)]
     names = {n for snap in snapshots for n in snap}
@@ -165,7 +162,10 @@ def redistribute(
         if mode == SPLIT_DISTRIBUTE:
             items = [v for _, vs in parts for v in vs]
             for i in range(new_parallelism):
-                out[i][name] = (mode, items[i * len(items) // new_parallelism : (i + 1) * len(items) // new_parallelism])
+                out[i][name] = (
+                    mode,
+                    items[i * len(items) // new_parallelism : (i + 1) * len(items) // new_parallelism],
+                )
         elif mode == UNION:
             items = [v for _, vs in parts for v in vs]
             for i in range(new_parallelism):

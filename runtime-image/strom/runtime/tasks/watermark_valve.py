@@ -34,7 +34,15 @@ class StatusWatermarkValve:
         if new_idle != self.output_idle:
             self.output_idle = new_idle
             status = new_idle
-        return (self._advance() if not new_idle else None), status
+        if not new_idle:
+            return self._advance(), status
+        # Every channel is idle, so none will advance its watermark for now: flush the highest
+        # watermark seen on any channel (Flink's findAndOutputMaxWatermarkAcrossAllChannels).
+        highest = max(self.watermarks)
+        if highest > self.output_watermark:
+            self.output_watermark = highest
+            return highest, status
+        return None, status
 
     def channel_finished(self, channel: int) -> int | None:
         self.idle[channel] = False
