@@ -42,6 +42,8 @@ STATUS: Schema = obj("Observed state of the job, and the operator's record of wh
             "nonce": integer("The spec.job.savepointTriggerNonce a manual savepoint answers."),
         }),
         "lastTriggerNonce": integer("The spec.job.savepointTriggerNonce last acted upon."),
+        "lastTriggeredAt": string("When the operator last triggered a savepoint (periodic savepoints count "
+                                  "from it, so a failing one is not retried in a loop). " + TIMESTAMP),
     }),
     "reconciliation": obj("The operator's write-ahead log of upgrades.", {
         "lastReconciledSpec": free_object("The spec the operator is deploying or has deployed (written "

@@ -71,6 +71,7 @@ class SavepointsStatus:
     history: tuple[Savepoint, ...] = ()
     pending: PendingSavepoint | None = None
     last_trigger_nonce: int | None = None
+    last_triggered_at: datetime | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SavepointsStatus:
@@ -79,6 +80,7 @@ class SavepointsStatus:
             tuple(Savepoint.from_dict(s) for s in d.get("history") or ()),
             PendingSavepoint.from_dict(d["pending"]) if d.get("pending") else None,
             d.get("lastTriggerNonce"),
+            _t(d.get("lastTriggeredAt")),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,6 +88,7 @@ class SavepointsStatus:
         _put(out, "last", self.last.to_dict() if self.last else None)
         _put(out, "pending", self.pending.to_dict() if self.pending else None)
         _put(out, "lastTriggerNonce", self.last_trigger_nonce)
+        _put(out, "lastTriggeredAt", self.last_triggered_at)
         return out
 
 

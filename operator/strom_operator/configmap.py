@@ -1,0 +1,80 @@
+"""The ConfigMap holding the engine's `config.yaml` for a FlinkJob's JobManager and TaskManagers.
+
+Keys are Flink's (strom.common.config_options). Spec fields become their Flink keys, then the
+user's flinkConfiguration adds the rest. S3 credentials never appear here: they reach the pods
+as environment variables from the Secret (jobmanager.py); validation rejects credential keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import yaml
+
+from strom_operator.labels import (
+    METRICS_PORT,
+    REST_PORT,
+    RPC_PORT,
+    FlinkJobRef,
+    configmap_name,
+    object_meta,
+)
+from strom_operator.operator_options import OPERATOR_PREFIX
+from strom_operator.spec import FlinkJobSpec
+from strom_operator.validation import duration_seconds
+
+CONFIG_FILE = "config.yaml"
+
+
+def engine_configuration(ref: FlinkJobRef, spec: FlinkJobSpec) -> dict[str, str]:
+    """The engine configuration of the job, as Flink keys and string values."""
+    conf: dict[str, str] = {
+        "parallelism.default": str(spec.job.parallelism),
+        "pipeline.max-parallelism": str(spec.job.max_parallelism),
+        "taskmanager.numberOfTaskSlots": str(spec.task_manager.slots),
+        "execution.runtime-mode": spec.mode.upper(),
+        # Pods listen on all interfaces: the Service and the probes reach them by pod IP;
+        # TaskManagers find the JobManager through `--jobmanager <service>:6123`.
+        "rest.address": "0.0.0.0",
+        "rest.port": str(REST_PORT),
+        "jobmanager.rpc.address": "0.0.0.0",
+        "jobmanager.rpc.port": str(RPC_PORT),
+        "metrics.reporter.prom.port": str(METRICS_PORT),
+    }
+    cp, sp = spec.checkpointing, spec.savepoints
+    if duration_seconds(cp.interval) > 0:
+        conf["execution.checkpointing.interval"] = str(cp.interval)
+        conf["execution.checkpointing.mode"] = cp.mode
+        # The JobManager keeps the latest checkpoint pointer in a ConfigMap, so a restarted
+        # JobManager pod recovers its job and `last-state` upgrades find the checkpoint.
+        conf["high-availability.type"] = "kubernetes"
+        conf["high-availability.cluster-id"] = ref.name
+    if cp.dir:
+        conf["state.checkpoints.dir"] = cp.dir
+    if sp.dir:
+        conf["state.savepoints.dir"] = sp.dir
+    if spec.s3.endpoint:
+        conf["s3.endpoint"] = spec.s3.endpoint
+    for key, value in spec.flink_configuration.items():
+        if not key.startswith(OPERATOR_PREFIX):  # the operator's own options stay with the operator
+            conf[key] = value
+    return conf
+
+
+def render_config_yaml(conf: dict[str, str]) -> str:
+    return yaml.safe_dump(conf, sort_keys=True, default_flow_style=False)
+
+
+def config_hash(conf: dict[str, str]) -> str:
+    """A digest of the configuration; as a pod annotation it restarts pods when the config changes."""
+    return hashlib.sha256(render_config_yaml(conf).encode()).hexdigest()[:16]
+
+
+def build_configmap(ref: FlinkJobRef, spec: FlinkJobSpec) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": object_meta(ref, configmap_name(ref), "config"),
+        "data": {CONFIG_FILE: render_config_yaml(engine_configuration(ref, spec))},
+    }

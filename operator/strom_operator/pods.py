@@ -1,0 +1,69 @@
+"""The pod template shared by JobManager and TaskManager: config volume, S3 env, resources, user templates.
+
+jobmanager.py and taskmanager.py give the container's command, ports and probes; this module
+wraps it into a pod with the ConfigMap mounted at /opt/strom/conf, S3 credentials as environment
+variables from the Secret (secretKeyRef: the values never pass through the operator), and the
+user's podTemplates merged in (spec.podTemplate, then the component's).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from strom_operator.configmap import config_hash, engine_configuration
+from strom_operator.labels import CONF_DIR, FlinkJobRef, configmap_name, labels, selector_labels
+from strom_operator.podtemplates import merge_pod_templates
+from strom_operator.spec import FlinkJobSpec, Resources
+
+CONFIG_VOLUME = "strom-config"
+CREDENTIAL_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+
+
+def container_env(spec: FlinkJobSpec) -> list[dict[str, Any]]:
+    env: list[dict[str, Any]] = [{"name": "STROM_CONF_DIR", "value": CONF_DIR}]
+    if spec.s3.credentials_secret:
+        env += [{"name": key, "valueFrom": {"secretKeyRef": {"name": spec.s3.credentials_secret, "key": key}}}
+                for key in CREDENTIAL_KEYS]
+    if spec.s3.endpoint:
+        env.append({"name": "AWS_ENDPOINT_URL", "value": spec.s3.endpoint})  # boto3 reads it
+    return env
+
+
+def container_resources(resources: Resources) -> dict[str, Any]:
+    # Memory limited to the request: a Python worker over its memory is OOM-killed rather than
+    # starving its neighbours. CPU is not limited: throttling only adds latency.
+    return {"requests": {"cpu": resources.cpu, "memory": resources.memory},
+            "limits": {"memory": resources.memory}}
+
+
+def build_pod_template(ref: FlinkJobRef, spec: FlinkJobSpec, *, component: str,
+                       container: dict[str, Any], resources: Resources,
+                       user_template: dict[str, Any]) -> dict[str, Any]:
+    """The pod template of a component, with `container` as its main container."""
+    main = {
+        "name": container["name"],
+        "image": spec.image,
+        "imagePullPolicy": spec.image_pull_policy,
+        "env": container_env(spec),
+        "resources": container_resources(resources),
+        "volumeMounts": [{"name": CONFIG_VOLUME, "mountPath": CONF_DIR, "readOnly": True}],
+        **container,
+    }
+    pod_spec: dict[str, Any] = {
+        "containers": [main],
+        "volumes": [{"name": CONFIG_VOLUME, "configMap": {"name": configmap_name(ref)}}],
+    }
+    if spec.service_account:
+        pod_spec["serviceAccountName"] = spec.service_account
+    base = {
+        "metadata": {
+            "labels": labels(ref, component),
+            "annotations": {"strom.io/config-hash": config_hash(engine_configuration(ref, spec))},
+        },
+        "spec": pod_spec,
+    }
+    merged = merge_pod_templates(base, dict(spec.pod_template), user_template, main=container["name"])
+    # User labels are welcome, but the selector labels must stay ours or the Deployment
+    # would no longer find its pods.
+    merged.setdefault("metadata", {}).setdefault("labels", {}).update(selector_labels(ref, component))
+    return merged
