@@ -9,12 +9,19 @@ lateness, clean up at max_timestamp + allowed_lateness.
 
 Accumulators live in the window-contents state table of the keyed backend (namespace =
 TimeWindow, then key), exactly where the generic path keeps them, so state stays
-addressable by key and window for snapshots. Timers are the same per (key, window)
-timers, registered once, when a pane's accumulator is created.
+addressable by key and window for snapshots.
+
+Timers are kept per window, not per (key, window): every pane of a window would get the
+same two timers (fire at max_timestamp, clean up at max_timestamp + lateness), so one
+entry per window fires all of its panes at once. This is what makes the common
+one-element-per-key-and-window case cheap: a new pane costs one dict insert instead of a
+timer-service registration, a heap push and a heap pop. Firing order across windows is
+by time, fire before cleanup, as the timer service would order them.
 """
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 from strom.common.time import MAX_WATERMARK, MIN_WATERMARK
@@ -63,33 +70,42 @@ class AlignedWindowAggregator:
         else:
             self.reduce = op.params["reduce_function"].reduce
         self.table = op.window_state.table
+        self.backend = op.backend
         # window start -> that window's {key: accumulator} map in the state table, and the window
         self.maps: dict[int, dict[Any, Any]] = {}
         self.windows: dict[int, TimeWindow] = {}
-        self.backend = op.backend
-        self.timers = op.timer_service
+        # event time: (time, 0 = fire | 1 = clean up, window start)
+        self.timers: list[tuple[int, int, int]] = []
+        for window, m in list(self.table.maps.items()):
+            # restored panes: their windows fire and clean up like freshly opened ones
+            if isinstance(window, TimeWindow) and m:
+                self.maps[window.start] = m
+                self.windows[window.start] = window
+                self._schedule(window)
 
-    # -- panes ------------------------------------------------------------------------------------
-    def _namespace(self, start: int) -> dict[Any, Any]:
+    # -- windows ----------------------------------------------------------------------------------
+    def _open(self, start: int) -> dict[Any, Any]:
+        """First pane of a window: its map in the state table and its timers."""
         window = TimeWindow(start, start + self.size)
         m = self.table.map_for(window)
         self.maps[start] = m
         self.windows[start] = window
+        self._schedule(window)
         return m
 
-    def _new_pane(self, key: Any, start: int, watermark: int) -> None:
-        """Timers of a pane that just got its first element (what the default trigger would register)."""
-        window = self.windows[start]
-        self.backend.current_key = key
+    def _schedule(self, window: TimeWindow) -> None:
         max_ts = window.end - 1
         if not self.event_time:
-            self.timers.register_processing_time_timer(window, max_ts)
+            pts = self.op.ctx.processing_time_service
+            pts.register_timer(max_ts, lambda now, w=window: self._fire_processing_time(w))
             return
-        if max_ts > watermark:
-            self.timers.register_event_time_timer(window, max_ts)
+        # the default trigger registers its timer only while the watermark is before the window's end;
+        # after that, elements fire the pane themselves
+        if max_ts > self.op.current_watermark:
+            heapq.heappush(self.timers, (max_ts, 0, window.start))
         cleanup = max_ts + self.lateness
-        if cleanup != max_ts and cleanup < MAX_WATERMARK:
-            self.timers.register_event_time_timer(window, cleanup)
+        if cleanup < MAX_WATERMARK:
+            heapq.heappush(self.timers, (cleanup, 1, window.start))
 
     def _first(self, value: Any) -> Any:
         """The accumulator of a pane whose first element is `value`."""
@@ -97,21 +113,66 @@ class AlignedWindowAggregator:
 
     def _emit(self, key: Any, window: TimeWindow, acc: Any) -> None:
         result = self.get_result(acc) if self.is_aggregate else acc
-        runner = self.op.runner
-        if runner.kind is None:
-            self.op.out_values.append(result)
-            self.op.out_timestamps.append(window.end - 1)
+        op = self.op
+        if op.runner.kind is None:
+            op.out_values.append(result)
+            op.out_timestamps.append(window.end - 1)
         else:
             self.backend.current_key = key
-            self.op.emit_pane(key, window, [result])
+            op.emit_pane(key, window, [result])
+
+    def _fire_window(self, start: int) -> None:
+        m = self.maps.get(start)
+        if not m:
+            return
+        window = self.windows[start]
+        op = self.op
+        if op.runner.kind is None and not self.is_aggregate:
+            # every pane's result is its accumulator
+            op.out_values.extend(m.values())
+            op.out_timestamps.extend([window.end - 1] * len(m))
+            return
+        emit = self._emit
+        for key, acc in m.items():
+            emit(key, window, acc)
+
+    def _clean_up_window(self, start: int) -> None:
+        m = self.maps.pop(start, None)
+        window = self.windows.pop(start)
+        runner = self.op.runner
+        if m and runner.clears:
+            backend = self.backend
+            for key in list(m):
+                backend.current_key = key
+                runner.clear(window)
+        if m is not None:
+            m.clear()
+        self.op.release_namespace(window)
+
+    def advance_watermark(self, watermark: int) -> None:
+        """Fire and clean up every window whose time the watermark reached, in time order."""
+        timers = self.timers
+        while timers and timers[0][0] <= watermark:
+            _, kind, start = heapq.heappop(timers)
+            if kind == 0:
+                self._fire_window(start)
+            else:
+                self._clean_up_window(start)
+
+    def _fire_processing_time(self, window: TimeWindow) -> None:
+        # ProcessingTimeTrigger fires at max_timestamp, which is also the cleanup time
+        start = window.start
+        if self.windows.get(start) is window:
+            self._fire_window(start)
+            self._clean_up_window(start)
+        self.op.flush()
 
     def _bounds(self) -> tuple[int, int]:
         """(late_start, refire_start): a window starting at or before late_start is past its
         cleanup time; one starting at or before refire_start is past its end (fires at once)."""
         if not self.event_time:
             return MIN_WATERMARK, MIN_WATERMARK
-        wm = self.op.current_watermark
-        refire = wm - self.size + 1
+        refire = self.op.current_watermark - self.size + 1
         return refire - self.lateness, refire
 
     # -- records ----------------------------------------------------------------------------------
@@ -150,13 +211,9 @@ class AlignedWindowAggregator:
                 continue
             m = maps.get(start)
             if m is None:
-                m = self._namespace(start)
+                m = self._open(start)
             acc = m.get(k, missing)
-            if acc is missing:
-                acc = m[k] = v
-                self._new_pane(k, start, self.op.current_watermark)
-            else:
-                acc = m[k] = reduce(acc, v)
+            acc = m[k] = v if acc is missing else reduce(acc, v)
             if start <= refire_start:
                 self._emit(k, self.windows[start], acc)
         return late
@@ -164,7 +221,7 @@ class AlignedWindowAggregator:
     def _tumbling_aggregate(self, values: list[Any], timestamps: list[Any], keys: list[Any]) -> list[Any] | None:
         size, offset = self.size, self.offset
         late_start, refire_start = self._bounds()
-        maps, add, missing = self.maps, self.add, _MISSING
+        maps, add, create, missing = self.maps, self.add, self.create_accumulator, _MISSING
         late = None
         # hot path: called per record
         for k, v, ts in zip(keys, values, timestamps, strict=True):
@@ -176,13 +233,9 @@ class AlignedWindowAggregator:
                 continue
             m = maps.get(start)
             if m is None:
-                m = self._namespace(start)
+                m = self._open(start)
             acc = m.get(k, missing)
-            if acc is missing:
-                acc = m[k] = add(v, self.create_accumulator())
-                self._new_pane(k, start, self.op.current_watermark)
-            else:
-                acc = m[k] = add(v, acc)
+            acc = m[k] = add(v, create() if acc is missing else acc)
             if start <= refire_start:
                 self._emit(k, self.windows[start], acc)
         return late
@@ -207,39 +260,13 @@ class AlignedWindowAggregator:
                 if start > late_start:
                     m = maps.get(start)
                     if m is None:
-                        m = self._namespace(start)
+                        m = self._open(start)
                     acc = m.get(k, missing)
                     if acc is missing:
                         acc = m[k] = self._first(v)
-                        self._new_pane(k, start, self.op.current_watermark)
                     else:
                         acc = m[k] = combine(v, acc) if is_agg else combine(acc, v)
                     if start <= refire_start:
                         self._emit(k, self.windows[start], acc)
                 start -= slide
         return late
-
-    # -- timers -----------------------------------------------------------------------------------
-    def on_timer(self, timer: Any) -> None:
-        window, key, t = timer.namespace, timer.key, timer.timestamp
-        start = window.start
-        m = self.maps.get(start)
-        if m is None:
-            m = self.table.maps.get(window)  # restored state not seen since
-            if m is None:
-                return
-            self.maps[start] = m
-            self.windows[start] = window
-        acc = m.get(key, _MISSING)
-        if acc is _MISSING:
-            return
-        max_ts = window.end - 1
-        if t == max_ts:
-            self._emit(key, window, acc)
-        if t == max_ts + self.lateness:
-            del m[key]
-            self.op.runner.clear(window)
-            if not m:
-                del self.maps[start]
-                del self.windows[start]
-                self.op.release_namespace(window)

@@ -9,7 +9,7 @@ processing time) all of its state is cleared. Results carry the window's max_tim
 
 Aligned time windows with the default trigger, no evictor and an incremental function
 (the common case) run on `AlignedWindowAggregator`, which computes windows
-arithmetically over the same state table and timers.
+arithmetically over the same state table and keeps one timer per window.
 """
 
 from __future__ import annotations
@@ -338,21 +338,17 @@ class WindowOperator(StreamOperator):
             return
         self.current_watermark = timestamp
         self.timer_service.advance_watermark(timestamp)  # type: ignore[union-attr]
+        if self.fast is not None:
+            self.fast.advance_watermark(timestamp)
         # results of the fired windows go out before the watermark that completed them
         self.flush()
         self.output.emit_watermark(timestamp)
 
     def on_event_time(self, timer: Any) -> None:
-        if self.fast is not None:
-            self.fast.on_timer(timer)
-        else:
-            self._on_timer(timer, event_time=True)
+        self._on_timer(timer, event_time=True)
 
     def on_processing_time(self, timer: Any) -> None:
-        if self.fast is not None:
-            self.fast.on_timer(timer)
-        else:
-            self._on_timer(timer, event_time=False)
+        self._on_timer(timer, event_time=False)
         self.flush()
 
     def _on_timer(self, timer: Any, *, event_time: bool) -> None:
