@@ -43,10 +43,12 @@ from strom.datastream.functions import (
 )
 from strom.datastream.output_tag import OutputTag
 from strom.datastream.stream_execution_environment import JobExecutionResult, StreamExecutionEnvironment
+from strom.datastream.window import AllWindowedStream, WindowedStream
 
 __all__ = [
     "AggregateFunction",
     "AllWindowFunction",
+    "AllWindowedStream",
     "BroadcastConnectedStream",
     "BroadcastProcessFunction",
     "BroadcastStream",
@@ -88,4 +90,5 @@ __all__ = [
     "TimeCharacteristic",
     "TimeDomain",
     "WindowFunction",
+    "WindowedStream",
 ]
