@@ -64,12 +64,15 @@ class PaneEvaluator:
         if self.contents == "list":
             return contents
         if self.contents == "reduce":
+            if not contents:
+                return []  # the evictor removed everything: nothing to reduce, nothing to emit
             reduce = self.reduce
             it = iter(contents)
             acc = next(it)
             for v in it:
                 acc = reduce(acc, v)
             return [acc]
+        # as Flink's AggregateApplyWindowFunction: an empty pane still yields the empty accumulator's result
         agg = self.aggregate
         acc = agg.create_accumulator()
         for v in contents:
