@@ -34,14 +34,32 @@ def flink_sliding_count_reference(values, size, slide):
     return [sum(values[max(0, i - size) : i]) for i in range(1, len(values) + 1) if i % slide == 0]
 
 
-def test_count_window_4_2_follows_flink_count_trigger_and_evictor():
-    """Flink's countWindow(4, 2) = GlobalWindows + CountTrigger(2) + CountEvictor(4).
+def pyflink_sliding_count_reference(values, size, slide):
+    """PyFlink's count_window(size, slide): window n holds elements [n*slide, n*slide + size) and
+    fires (once) when it is full."""
+    return [sum(values[s : s + size]) for s in range(0, len(values) - size + 1, slide)]
 
-    Fires after elements 2, 4 and 6: [1,2] = 3, [1,2,4,9] = 16, [4,9,7,3] = 23. The 7th
-    element (5) never fires. (PyFlink's CountSlidingWindowAssigner, which only fires full
-    windows, gives 16, 23: see the next test.)"""
+
+def test_count_window_4_2_behaves_as_in_pyflink():
+    """Over 1,2,4,9,7,3,5: window 0 = [1,2,4,9] = 16, window 1 = [4,9,7,3] = 23; window 2 = [7,3,5]
+    never fills, so it never fires."""
     env = StreamExecutionEnvironment.get_execution_environment()
     out = env.from_collection(VALUES).key_by(lambda x: 0).count_window(4, 2).reduce(lambda a, b: a + b)
+    assert collect(out) == [16, 23] == pyflink_sliding_count_reference(VALUES, 4, 2)
+
+
+def test_java_count_window_with_count_trigger_and_evictor():
+    """Java Flink's countWindow(4, 2) = GlobalWindows + CountTrigger(2) + CountEvictor(4): fires
+    after elements 2, 4 and 6 over the last four: [1,2] = 3, [1,2,4,9] = 16, [4,9,7,3] = 23."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    out = (
+        env.from_collection(VALUES)
+        .key_by(lambda x: 0)
+        .window(GlobalWindows.create())
+        .trigger(CountTrigger.of(2))
+        .evictor(CountEvictor.of(4))
+        .reduce(lambda a, b: a + b)
+    )
     assert collect(out) == [3, 16, 23] == flink_sliding_count_reference(VALUES, 4, 2)
 
 
@@ -69,7 +87,7 @@ def test_count_windows_per_key_match_reference_at_parallelism_2():
         vs = [v for k, v in data if k == key]
         want += [("t", key, sum(vs[i : i + 3])) for i in range(0, len(vs) - 2, 3)]
         want += [("a", key, sum(vs[i : i + 3])) for i in range(0, len(vs) - 2, 3)]
-        want += [("s", key, s) for s in flink_sliding_count_reference(vs, 5, 2)]
+        want += [("s", key, s) for s in pyflink_sliding_count_reference(vs, 5, 2)]
     assert sorted(collect(both)) == sorted(want)
 
 
@@ -80,13 +98,12 @@ def test_count_window_all_runs_in_one_subtask():
     assert collect(out) == [7, 19]
 
 
-def test_count_window_parts_are_flinks():
+def test_count_window_parts_are_pyflinks():
     assigner, trigger, evictor = count_window_parts(5)
-    assert isinstance(assigner, GlobalWindows) and evictor is None
-    assert isinstance(trigger, PurgingTrigger) and trigger.nested_trigger.count == 5
+    assert isinstance(assigner, CountTumblingWindowAssigner) and evictor is None
     assigner, trigger, evictor = count_window_parts(5, 2)
-    assert isinstance(trigger, CountTrigger) and trigger.count == 2
-    assert isinstance(evictor, CountEvictor) and evictor.max_count == 5
+    assert isinstance(assigner, CountSlidingWindowAssigner) and evictor is None
+    assert (assigner.window_size, assigner.window_slide) == (5, 2)
 
 
 # -- triggers on event-time windows ---------------------------------------------------------------------

@@ -68,15 +68,24 @@ if TYPE_CHECKING:
 
 
 def count_window_parts(size: int, slide: int | None = None) -> tuple[WindowAssigner, Trigger, Evictor | None]:
-    """Flink's countWindow: tumbling = GlobalWindows + PurgingTrigger(CountTrigger(size));
-    sliding = GlobalWindows + CountTrigger(slide) + CountEvictor(size)."""
+    """PyFlink's count_window: `count_window(size)` = CountTumblingWindowAssigner(size),
+    `count_window(size, slide)` = CountSlidingWindowAssigner(size, slide), each with its default
+    trigger (fire and purge when a window holds `size` elements).
+
+    PyFlink and Java Flink differ here and the API follows PyFlink (ARCHITECTURE.md): Java's
+    countWindow(size, slide) is GlobalWindows + CountTrigger(slide) + CountEvictor(size), which
+    also fires partly filled windows; build that with `window(GlobalWindows.create())
+    .trigger(CountTrigger.of(slide)).evictor(CountEvictor.of(size))` if you want it.
+    """
     if not isinstance(size, int) or size <= 0:
         raise ValueError(f"count_window: size must be a positive int, got {size!r}")
     if slide is None or slide == 0:
-        return GlobalWindows.create(), PurgingTrigger.of(CountTrigger.of(size)), None
+        tumbling = CountTumblingWindowAssigner.of(size)
+        return tumbling, tumbling.get_default_trigger(), None
     if not isinstance(slide, int) or slide < 0:
         raise ValueError(f"count_window: slide must be a positive int, got {slide!r}")
-    return GlobalWindows.create(), CountTrigger.of(slide), CountEvictor.of(size)
+    sliding = CountSlidingWindowAssigner.of(size, slide)
+    return sliding, sliding.get_default_trigger(), None
 
 
 # -- plain callables as window functions -----------------------------------------------------------
