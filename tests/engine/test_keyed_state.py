@@ -236,3 +236,35 @@ def test_redeclaring_state_with_another_kind_fails():
     be.get_state(ValueStateDescriptor("s"))
     with pytest.raises(RuntimeError, match="already registered as value"):
         be.get_state(ListStateDescriptor("s"))
+
+
+def test_incremental_cleanup_removes_expired_entries_that_are_never_read_again():
+    clock = ManualClock(0)
+    be = backend(clock)
+    d = ValueStateDescriptor("v")
+    d.enable_time_to_live(StateTtlConfig.new_builder(100).cleanup_incrementally(10, False).build())
+    s = be.get_state(d)
+    for i in range(50):
+        be.set_current_key(f"old-{i}")
+        s.update(i)
+    clock.advance(200)
+    be.set_current_key("fresh")
+    for _ in range(10):  # each access checks 10 entries
+        s.update(1)
+    assert be.keys("v") == ["fresh"]
+
+
+def test_cleanup_disabled_keeps_expired_entries_until_read():
+    clock = ManualClock(0)
+    be = backend(clock)
+    d = ValueStateDescriptor("v")
+    d.enable_time_to_live(StateTtlConfig.new_builder(100).disable_cleanup_in_background().build())
+    s = be.get_state(d)
+    be.set_current_key("a")
+    s.update(1)
+    clock.advance(200)
+    be.set_current_key("b")
+    s.update(2)
+    assert sorted(be.keys("v")) == ["a", "b"]
+    be.set_current_key("a")
+    assert s.value() is None

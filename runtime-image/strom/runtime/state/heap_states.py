@@ -28,12 +28,15 @@ VOID = None  # the namespace of state outside windows
 class StateTable:
     """namespace -> {key -> value}."""
 
-    __slots__ = ("name", "kind", "maps")
+    __slots__ = ("name", "kind", "maps", "cleanup_queue", "cleanup_pos")
 
     def __init__(self, name: str, kind: str) -> None:
         self.name = name
         self.kind = kind
         self.maps: dict[Any, dict[Any, Any]] = {}
+        # TTL incremental cleanup walks a snapshot of the entries, a few per state access
+        self.cleanup_queue: list[tuple[Any, Any]] = []
+        self.cleanup_pos = 0
 
     def map_for(self, namespace: Any) -> dict[Any, Any]:
         m = self.maps.get(namespace)
@@ -258,7 +261,45 @@ class _Ttl:
     __slots__ = ()
 
     def _now(self) -> int:
-        return self.backend.clock()  # type: ignore[attr-defined]
+        now = self.backend.clock()  # type: ignore[attr-defined]
+        ttl = self.ttl  # type: ignore[attr-defined]
+        if ttl.background_cleanup and ttl.incremental_cleanup_size > 0:
+            self._cleanup_incrementally(now, ttl.incremental_cleanup_size)
+        return now
+
+    def _cleanup_incrementally(self, now: int, budget: int) -> None:
+        """Flink's incremental cleanup: every access also checks `budget` entries of the table
+        and drops expired ones, so state that is never read again does not live forever."""
+        table: StateTable = self.table  # type: ignore[attr-defined]
+        queue = table.cleanup_queue
+        if table.cleanup_pos >= len(queue):
+            queue = table.cleanup_queue = [(ns, k) for ns, m in table.maps.items() for k in m]
+            table.cleanup_pos = 0
+            if not queue:
+                return
+        ttl_ms = self.ttl.ttl_ms  # type: ignore[attr-defined]
+        kind = table.kind
+        end = min(len(queue), table.cleanup_pos + budget)
+        current = self.backend.current_key  # type: ignore[attr-defined]
+        for ns, key in queue[table.cleanup_pos : end]:
+            m = table.maps.get(ns)
+            if m is None or key not in m or key == current:
+                continue  # the access in progress handles the current key's entry itself
+            stored = m[key]
+            if kind == "list":
+                live = [e for e in stored if now - e[1] < ttl_ms]
+                if live:
+                    m[key] = live
+                else:
+                    del m[key]
+            elif kind == "map":
+                for uk in [uk for uk, e in stored.items() if now - e[1] >= ttl_ms]:
+                    del stored[uk]
+                if not stored:
+                    del m[key]
+            elif now - stored[1] >= ttl_ms:
+                del m[key]
+        table.cleanup_pos = end
 
     def _expired(self, stamped: tuple[Any, int], now: int) -> bool:
         return now - stamped[1] >= self.ttl.ttl_ms  # type: ignore[attr-defined]
