@@ -20,7 +20,13 @@ class TaskCancelledError(Exception):
 
 
 class LocalChannel:
-    __slots__ = ("gate", "index", "input_index", "capacity", "queue", "back_pressured_ns", "finished")
+    """The consumer-side queue of one channel. For a producer in the same process it is also the
+    producer's end (`put`); for a remote producer a network reader fills it and `on_consumed`
+    returns one credit to the producer each time the consumer takes an item."""
+
+    __slots__ = (
+        "gate", "index", "input_index", "capacity", "queue", "back_pressured_ns", "finished", "on_consumed",
+    )
 
     def __init__(self, gate: InputGate, index: int, input_index: int, capacity: int) -> None:
         self.gate = gate
@@ -30,6 +36,11 @@ class LocalChannel:
         self.queue: deque[Any] = deque()
         self.back_pressured_ns = 0
         self.finished = False
+        self.on_consumed: Any = None
+
+    def abort(self) -> None:
+        """Wake a producer blocked in put() (the job is being cancelled)."""
+        self.gate.cancel()
 
     def put(self, item: Any) -> None:
         """Send a buffer or event; blocks while the consumer has no credit left."""
@@ -88,8 +99,12 @@ class InputGate:
                     item = ch.queue.popleft()
                     self.pending -= 1
                     cond.notify_all()  # a producer may be waiting for this credit
-                    return ch, item
-            return None
+                    break
+            else:
+                return None
+        if ch.on_consumed is not None:
+            ch.on_consumed()  # outside the lock: it may write to a socket
+        return ch, item
 
     def cancel(self) -> None:
         with self.cond:

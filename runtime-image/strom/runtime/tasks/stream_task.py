@@ -89,7 +89,7 @@ class StreamTask:
             self.gate.cancel()
         for w in self.writers:
             for ch in w.channels:
-                ch.gate.cancel()
+                ch.abort()
         cancel = getattr(self.head, "cancel", None)
         if cancel is not None:
             try:
