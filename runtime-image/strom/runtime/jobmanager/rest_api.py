@@ -1,0 +1,257 @@
+"""The JobManager's REST endpoint: Flink's paths over aiohttp, answering from a `JobManagerView`.
+
+Handlers are thin: validate path and query, ask the view, serialize with `rest_messages`.
+Errors answer as Flink does, `{"errors": [...]}`: 404 for unknown jobs, vertices, TaskManagers
+and paths, 400 for malformed ids, parameters and bodies, 405 for a wrong method, 409 when the
+view refuses (e.g. cancelling a finished job), 500 with the message for anything unexpected.
+`start_rest_server(view, host, port)` binds it (port 0 = any free port) and returns the port.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from strom.common.job_payload import JobPayloadError, read_header
+from strom.runtime.jobmanager import rest_messages as msg
+from strom.runtime.jobmanager.read_model import (
+    BadRequestError,
+    JobId,
+    JobManagerView,
+    RestHandlerError,
+    TaskManagerId,
+    VertexId,
+    is_flink_id,
+)
+
+log = logging.getLogger(__name__)
+
+VIEW_KEY: web.AppKey[JobManagerView] = web.AppKey("view")
+CLOCK_KEY: web.AppKey[Callable[[], int]] = web.AppKey("clock")
+# Flink's rest.server.max-content-length default: a job payload carries the user's functions.
+DEFAULT_MAX_CONTENT_LENGTH = 104_857_600
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _errors(status: int, message: str) -> web.Response:
+    return web.json_response({"errors": [message]}, status=status)
+
+
+@web.middleware
+async def _flink_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every failure becomes Flink's error body with the status Flink would answer."""
+    try:
+        return await handler(request)
+    except RestHandlerError as e:
+        return _errors(e.status, str(e))
+    except msg.QueryError as e:
+        return _errors(400, f"Bad request: {e}")
+    except web.HTTPNotFound:
+        return _errors(404, f"Not found: {request.path}")
+    except web.HTTPMethodNotAllowed as e:
+        allowed = ", ".join(sorted(e.allowed_methods))
+        return _errors(405, f"Method {request.method} is not allowed on {request.path}; allowed: {allowed}")
+    except web.HTTPRequestEntityTooLarge as e:
+        return _errors(413, f"Request body too large: {e.text}")
+    except web.HTTPException as e:
+        return _errors(e.status, e.reason)
+    except Exception as e:  # noqa: BLE001 - the client gets the message, the log the traceback
+        log.exception("REST handler for %s %s failed", request.method, request.path)
+        return _errors(500, f"Internal server error: {type(e).__name__}: {e}")
+
+
+# -- request helpers -------------------------------------------------------------------------------
+
+
+def _view(request: web.Request) -> JobManagerView:
+    return request.app[VIEW_KEY]
+
+
+def _now(request: web.Request) -> int:
+    return request.app[CLOCK_KEY]()
+
+
+def _job_id(request: web.Request) -> JobId:
+    jid = request.match_info["jobid"]
+    if not is_flink_id(jid):
+        raise BadRequestError(f"Bad request: invalid job id {jid!r}: expected 32 hexadecimal digits")
+    return JobId(jid.lower())
+
+
+def _vertex_id(request: web.Request) -> VertexId:
+    vid = request.match_info["vertexid"]
+    if not is_flink_id(vid):
+        raise BadRequestError(f"Bad request: invalid vertex id {vid!r}: expected 32 hexadecimal digits")
+    return VertexId(vid.lower())
+
+
+def _json(body: Any, status: int = 200) -> web.Response:
+    return web.json_response(body, status=status)
+
+
+# -- handlers --------------------------------------------------------------------------------------
+
+
+async def overview(request: web.Request) -> web.Response:
+    return _json(msg.overview_json(_view(request).overview()))
+
+
+async def dashboard_config(request: web.Request) -> web.Response:
+    o = _view(request).overview()
+    return _json(msg.dashboard_config_json(o.flink_version, o.flink_commit))
+
+
+async def jobmanager_config(request: web.Request) -> web.Response:
+    return _json(msg.key_value_json(_view(request).config()))
+
+
+async def jobs(request: web.Request) -> web.Response:
+    return _json(msg.job_ids_json(_view(request).jobs()))
+
+
+async def jobs_overview(request: web.Request) -> web.Response:
+    return _json(msg.jobs_overview_json(_view(request).jobs(), _now(request)))
+
+
+async def job_details(request: web.Request) -> web.Response:
+    view, jid = _view(request), _job_id(request)
+    details = view.job(jid)
+    metrics = {v.id: view.subtask_metrics(jid, v.id) for v in details.vertices}
+    return _json(msg.job_details_json(details, view.plan(jid), metrics, _now(request)))
+
+
+async def cancel_job(request: web.Request) -> web.Response:
+    jid = _job_id(request)
+    mode = request.query.get("mode", "cancel")
+    if mode != "cancel":
+        raise BadRequestError(
+            f"Bad request: unsupported termination mode {mode!r}: expected 'cancel' "
+            "(stop with a savepoint is POST /jobs/:jobid/stop)"
+        )
+    result = _view(request).cancel(jid)
+    if inspect.isawaitable(result):  # a view may cancel asynchronously
+        await result
+    return _json({}, status=202)
+
+
+async def submit_job(request: web.Request) -> web.Response:
+    payload = await request.read()
+    if not payload:
+        raise BadRequestError("Bad request: POST /jobs expects a job payload as the body (see `strom submit`)")
+    try:
+        read_header(payload)  # reject foreign bytes here, before the view unpickles anything
+    except JobPayloadError as e:
+        raise BadRequestError(f"Bad request: {e}") from None
+    jid = await _view(request).submit(payload, request.content_type)
+    return _json({"jobid": jid, "jobUrl": f"/jobs/{jid}"}, status=202)
+
+
+async def job_plan(request: web.Request) -> web.Response:
+    return _json(msg.plan_json(_view(request).plan(_job_id(request))))
+
+
+async def job_exceptions(request: web.Request) -> web.Response:
+    return _json(msg.exceptions_json(_view(request).exceptions(_job_id(request))))
+
+
+async def job_metrics(request: web.Request) -> web.Response:
+    view, jid = _view(request), _job_id(request)
+    metrics = dict(view.job_metrics(jid))
+    # numRestarts is part of the read model; a view need not repeat it among its metrics.
+    metrics.setdefault("numRestarts", float(view.job(jid).num_restarts))
+    return _json(msg.metric_values_json(metrics, msg.parse_csv(request.query.get("get"))))
+
+
+async def vertex_details(request: web.Request) -> web.Response:
+    view, jid, vid = _view(request), _job_id(request), _vertex_id(request)
+    vertex = view.vertex(jid, vid)
+    return _json(msg.vertex_json(vertex, view.subtask_metrics(jid, vid), _now(request)))
+
+
+async def subtask_metrics(request: web.Request) -> web.Response:
+    view, jid, vid = _view(request), _job_id(request), _vertex_id(request)
+    get = msg.parse_csv(request.query.get("get"))
+    aggs = msg.parse_aggregations(request.query.get("agg"))
+    subtasks = msg.parse_subtask_selection(request.query.get("subtasks"))
+    view.vertex(jid, vid)  # 404 for an unknown vertex even when the view keeps no metrics for it
+    return _json(msg.aggregate_subtask_metrics(view.subtask_metrics(jid, vid), get, aggs, subtasks))
+
+
+async def backpressure(request: web.Request) -> web.Response:
+    view, jid, vid = _view(request), _job_id(request), _vertex_id(request)
+    vertex = view.vertex(jid, vid)
+    return _json(msg.backpressure_json(vertex, view.subtask_metrics(jid, vid), _now(request)))
+
+
+async def taskmanagers(request: web.Request) -> web.Response:
+    return _json({"taskmanagers": [msg.taskmanager_json(tm) for tm in _view(request).taskmanagers()]})
+
+
+async def taskmanager_metrics(request: web.Request) -> web.Response:
+    tmid = TaskManagerId(request.match_info["tmid"])
+    metrics = _view(request).taskmanager_metrics(tmid)
+    return _json(msg.metric_values_json(metrics, msg.parse_csv(request.query.get("get"))))
+
+
+# -- application -----------------------------------------------------------------------------------
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def create_rest_app(
+    view: JobManagerView,
+    *,
+    clock: Callable[[], int] | None = None,
+    max_content_length: int = DEFAULT_MAX_CONTENT_LENGTH,
+) -> web.Application:
+    """The REST application; `clock` (epoch ms) is injectable so tests control "now"."""
+    app = web.Application(middlewares=[_flink_errors], client_max_size=max_content_length)
+    app[VIEW_KEY] = view
+    app[CLOCK_KEY] = clock or _wall_clock_ms
+    r = app.router
+    r.add_get("/overview", overview)
+    r.add_get("/config", dashboard_config)
+    r.add_get("/jobmanager/config", jobmanager_config)
+    r.add_get("/jobs", jobs)
+    r.add_post("/jobs", submit_job)
+    # Registered before /jobs/{jobid} so "overview" is never read as a job id.
+    r.add_get("/jobs/overview", jobs_overview)
+    r.add_get("/jobs/{jobid}", job_details)
+    r.add_patch("/jobs/{jobid}", cancel_job)
+    r.add_get("/jobs/{jobid}/plan", job_plan)
+    r.add_get("/jobs/{jobid}/exceptions", job_exceptions)
+    r.add_get("/jobs/{jobid}/metrics", job_metrics)
+    r.add_get("/jobs/{jobid}/vertices/{vertexid}", vertex_details)
+    r.add_get("/jobs/{jobid}/vertices/{vertexid}/subtasks/metrics", subtask_metrics)
+    r.add_get("/jobs/{jobid}/vertices/{vertexid}/backpressure", backpressure)
+    r.add_get("/taskmanagers", taskmanagers)
+    r.add_get("/taskmanagers/{tmid}/metrics", taskmanager_metrics)
+    return app
+
+
+async def start_rest_server(
+    view: JobManagerView, host: str, port: int, *, clock: Callable[[], int] | None = None
+) -> tuple[web.AppRunner, int]:
+    """Serve the REST API on host:port (0 = any free port); returns the runner (call
+    `await runner.cleanup()` to stop) and the bound port."""
+    runner = web.AppRunner(create_rest_app(view, clock=clock), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except OSError as e:
+        await runner.cleanup()
+        raise OSError(
+            e.errno, f"cannot bind the REST endpoint to {host}:{port} (rest.address/rest.port): {e.strerror}"
+        ) from None
+    bound_port = int(runner.addresses[0][1])
+    log.info("REST endpoint listening on %s:%d", host, bound_port)
+    return runner, bound_port
