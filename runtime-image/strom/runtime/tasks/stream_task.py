@@ -20,6 +20,7 @@ from typing import Any
 from strom.common import config_options as opts
 from strom.runtime.network.channels import InputGate, TaskCancelledError
 from strom.runtime.network.events import EndOfPartition, StreamStatusEvent, WatermarkEvent
+from strom.runtime.network.tcp_protocol import ChannelFailure
 from strom.runtime.tasks.processing_time import ProcessingTimeService
 from strom.runtime.tasks.watermark_valve import StatusWatermarkValve
 
@@ -238,5 +239,7 @@ class StreamTask:
                 if remaining[inp] == 0:
                     open_inputs -= 1
                     head.end_input(inp if two else 1)
+            elif type(item) is ChannelFailure:
+                raise item.to_exception()  # a remote producer is gone: fail (or cancel) this task
             else:
                 raise TypeError(f"unexpected item on channel: {item!r}")
