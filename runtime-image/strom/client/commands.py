@@ -1,0 +1,265 @@
+"""The client commands of `strom` against a running JobManager's REST endpoint.
+
+`submit` runs the job file with a context executor that, instead of running the graph,
+encodes it (strom.common.job_payload) and POSTs it to /jobs; `list`, `info` and `cancel` read
+and patch /jobs. Each `*_command(argv) -> int` returns the exit status: 0 done, 1 failed, 2
+usage. Failures print ONE line on stderr (`strom: error: ...`); `--verbose` adds the traceback.
+`--jobmanager HOST:PORT` (default localhost:8081) is the REST address, as in Flink's `-m`.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TextIO
+
+import cloudpickle
+
+from strom.cli import EXIT_OK, EXIT_USAGE, UsageError, build_configuration, parse_run_args
+from strom.client.rest_client import RestClient, RestClientError, parse_address
+from strom.common.config_options import ConfigError
+from strom.common.configuration import Configuration
+from strom.common.job_payload import encode_job
+
+EXIT_FAILED = 1
+DEFAULT_JOBMANAGER = "localhost:8081"
+CANCEL_WAIT_S = 30.0
+
+USAGE = """\
+strom submit JOB.py [job args...] [-p N] [-D key=value ...] [--config FILE] [--jobmanager HOST:PORT]
+    Build the job's graph here and submit it to the JobManager; prints the job id.
+strom list [--jobmanager HOST:PORT]
+    List the JobManager's jobs: id, name, state, start time.
+strom info JOBID [--jobmanager HOST:PORT]
+    Show one job with its vertices and the state of every subtask.
+strom cancel JOBID [--jobmanager HOST:PORT]
+    Cancel a job and wait until it is CANCELED.
+
+  --jobmanager HOST:PORT  the JobManager's REST endpoint (rest.address:rest.port); default localhost:8081
+  --verbose               print the traceback of a failure
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientOptions:
+    """What every client command accepts, split off before the command's own arguments."""
+
+    address: str
+    verbose: bool
+    help: bool
+    rest: list[str]
+
+    def client(self) -> RestClient:
+        host, port = parse_address(self.address)
+        return RestClient(host, port)
+
+
+def split_client_options(argv: Sequence[str]) -> ClientOptions:
+    """Take --jobmanager/-m and --verbose out of argv, anywhere before `--` (as `strom run` treats
+    -D); -h/--help only as the first argument, so that a job's own --help reaches the job."""
+    address, verbose, help_ = DEFAULT_JOBMANAGER, False, False
+    rest: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            rest.extend(args[i:])
+            break
+        if a in ("--jobmanager", "-m"):
+            if i + 1 >= len(args):
+                raise UsageError(f"option {a} expects HOST:PORT")
+            address = args[i + 1]
+            i += 1
+        elif a.startswith("--jobmanager="):
+            address = a.partition("=")[2]
+        elif a == "--verbose":
+            verbose = True
+        elif a in ("-h", "--help") and i == 0:
+            help_ = True
+        else:
+            rest.append(a)
+        i += 1
+    parse_address(address)  # a malformed address is a usage error before anything runs
+    return ClientOptions(address, verbose, help_, rest)
+
+
+def _fail(err: TextIO, message: str, error: BaseException | None = None, *, verbose: bool = False) -> int:
+    if verbose and error is not None:
+        traceback.print_exception(error, file=err)
+    print(f"strom: error: {message}", file=err)
+    return EXIT_FAILED
+
+
+def _command(name: str, body: Callable[[ClientOptions, TextIO, TextIO], int]) -> Callable[..., int]:
+    """Shared shell of the commands: option splitting, usage errors (2), client errors (1)."""
+
+    def run(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+        out, err = stdout or sys.stdout, stderr or sys.stderr
+        try:
+            options = split_client_options(argv)
+        except (UsageError, ValueError) as e:
+            print(f"strom {name}: error: {e}", file=err)
+            return EXIT_USAGE
+        if options.help:
+            print(USAGE, file=out, end="")
+            return EXIT_OK
+        try:
+            return body(options, out, err)
+        except (UsageError, ConfigError) as e:
+            print(f"strom {name}: error: {e}", file=err)
+            return EXIT_USAGE
+        except RestClientError as e:
+            return _fail(err, str(e), e, verbose=options.verbose)
+
+    run.__name__ = f"{name}_command"
+    return run
+
+
+def _one_job_id(name: str, rest: list[str]) -> str:
+    if len(rest) != 1 or rest[0].startswith("-"):
+        raise UsageError(f"expected exactly one JOBID (strom {name} JOBID [--jobmanager HOST:PORT]), got {rest!r}")
+    return rest[0]
+
+
+# -- submit ---------------------------------------------------------------------------------------
+
+
+def _pickle_job_modules_by_value(job_dir: str, preloaded: set[str]) -> None:
+    """Modules the job imported from its own directory do not exist on the JobManager and its
+    TaskManagers: ship their code inside the payload instead of a reference to them."""
+    prefix = os.path.join(job_dir, "")
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        top = name.partition(".")[0]
+        if name in preloaded or not path or top in ("strom", "strom_operator") or "." in name:
+            continue
+        if os.path.abspath(path).startswith(prefix) and "-packages" + os.sep not in path:
+            cloudpickle.register_pickle_by_value(module)
+
+
+def _run_for_submission(
+    path: str, job_args: list[str], configuration: Configuration, client: RestClient, out: TextIO, submitted: list[str]
+) -> None:
+    """Run the job file as __main__ with an executor that submits each graph; job ids go to `submitted`."""
+    from strom.datastream.stream_execution_environment import JobExecutionResult, set_context
+
+    job_dir = os.path.dirname(os.path.abspath(path))
+    preloaded = set(sys.modules)
+
+    def submit_graph(graph: Any) -> JobExecutionResult:
+        _pickle_job_modules_by_value(job_dir, preloaded)
+        jid = client.submit(encode_job(graph, job_name=graph.job_name))
+        submitted.append(jid)
+        print(f"Job has been submitted with JobID {jid}", file=out)  # Flink's CLI line
+        return JobExecutionResult(jid, 0)
+
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [path, *job_args]
+    sys.path.insert(0, job_dir)  # as `python JOB.py` does: the job's own modules import
+    set_context(configuration, submit_graph)
+    try:
+        runpy.run_path(path, run_name="__main__")
+    finally:
+        set_context(None)
+        sys.argv, sys.path[:] = saved_argv, saved_path
+
+
+def _submit(options: ClientOptions, out: TextIO, err: TextIO) -> int:
+    request = parse_run_args(options.rest)
+    configuration = build_configuration(request, os.environ)
+    client = options.client()
+    if not os.path.isfile(request.path):
+        print(f"strom: error: job file {request.path!r} does not exist", file=err)
+        return EXIT_USAGE
+    submitted: list[str] = []
+    try:
+        _run_for_submission(request.path, request.job_args, configuration, client, out, submitted)
+    except RestClientError:
+        raise
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            return _fail(err, f"job file {request.path!r} exited with status {e.code!r}")
+    except Exception as e:  # noqa: BLE001 - any error of the job program is reported in one line
+        hint = "" if options.verbose else " (--verbose shows the traceback)"
+        message = f"job file {request.path!r} failed: {type(e).__name__}: {e}{hint}"
+        return _fail(err, message, e, verbose=options.verbose)
+    if not submitted:
+        return _fail(err, f"job file {request.path!r} submitted no job: it never called env.execute()")
+    return EXIT_OK
+
+
+submit_command = _command("submit", _submit)
+
+
+# -- list, info, cancel ---------------------------------------------------------------------------
+
+
+def format_time(ms: int) -> str:
+    return "-" if ms is None or ms < 0 else datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=False)]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]
+    return "\n".join(lines)
+
+
+def _list(options: ClientOptions, out: TextIO, err: TextIO) -> int:
+    if options.rest:
+        raise UsageError(f"unexpected arguments {options.rest!r} (strom list [--jobmanager HOST:PORT])")
+    jobs = sorted(options.client().jobs_overview(), key=lambda j: j.get("start-time", 0), reverse=True)
+    if not jobs:
+        print("No jobs.", file=out)
+        return EXIT_OK
+    rows = [(j["jid"], j["name"], j["state"], format_time(j["start-time"])) for j in jobs]
+    print(format_table(("JOB ID", "NAME", "STATE", "START TIME"), rows), file=out)
+    return EXIT_OK
+
+
+def _info(options: ClientOptions, out: TextIO, err: TextIO) -> int:
+    jid = _one_job_id("info", options.rest)
+    client = options.client()
+    job = client.job(jid)
+    print(f"Job {job['jid']}: {job['name']}", file=out)
+    print(f"  state:      {job['state']}", file=out)
+    print(f"  start time: {format_time(job['start-time'])}", file=out)
+    print(f"  end time:   {format_time(job['end-time'])}", file=out)
+    print(f"  duration:   {max(job['duration'], 0) / 1000:.1f} s", file=out)
+    for v in job["vertices"]:
+        print(f"\nVertex {v['id']}: {v['name']}", file=out)
+        print(f"  parallelism {v['parallelism']}, status {v['status']}", file=out)
+        subtasks = client.vertex(jid, v["id"])["subtasks"]
+        rows = [(str(s["subtask"]), s["status"], str(s["attempt"]), s.get("endpoint", "")) for s in subtasks]
+        table = format_table(("SUBTASK", "STATE", "ATTEMPT", "TASKMANAGER"), rows)
+        print("\n".join("  " + line for line in table.splitlines()), file=out)
+    return EXIT_OK
+
+
+def _cancel(options: ClientOptions, out: TextIO, err: TextIO) -> int:
+    jid = _one_job_id("cancel", options.rest)
+    client = options.client()
+    print(f"Cancelling job {jid}.", file=out)
+    client.cancel(jid)
+    deadline = time.monotonic() + CANCEL_WAIT_S
+    while True:  # PATCH only starts the cancellation (202); Flink's CLI waits for the outcome
+        state = client.job(jid)["state"]
+        if state == "CANCELED":
+            print(f"Cancelled job {jid}.", file=out)
+            return EXIT_OK
+        if state in ("FINISHED", "FAILED"):
+            return _fail(err, f"job {jid} ended as {state} before it could be cancelled")
+        if time.monotonic() >= deadline:
+            return _fail(err, f"job {jid} is still {state} {CANCEL_WAIT_S:g} s after the cancel request")
+        time.sleep(0.1)
+
+
+list_command = _command("list", _list)
+info_command = _command("info", _info)
+cancel_command = _command("cancel", _cancel)
