@@ -55,6 +55,7 @@ class FakeJobManagerView:
     tms: list[TaskManagerInfo] = field(default_factory=list)
     tm_metrics: dict[TaskManagerId, dict[str, float]] = field(default_factory=dict)
     submitted: dict[JobId, StreamGraph] = field(default_factory=dict)
+    payloads: dict[JobId, bytes] = field(default_factory=dict)
     cancelled: list[JobId] = field(default_factory=list)
     fail_overview_with: Exception | None = None
     address: str = "127.0.0.1:0"
@@ -161,6 +162,7 @@ class FakeJobManagerView:
         )
         self.add_job(details, plan_from_job_graph(jid, job_graph))
         self.submitted[jid] = graph
+        self.payloads[jid] = payload
         return jid
 
     def rest_address(self) -> str:
