@@ -31,7 +31,11 @@ USAGE = """\
 usage: strom [--version] [--help] <command> [<args>]
 
 Commands:
-  run     Run a job file on the embedded local cluster and wait until it finishes.
+  run          Run a job file on a local mini-cluster (JobManager + TaskManager processes)
+               and wait until it finishes; --threads runs it in this process instead.
+  jobmanager   Start a JobManager (session mode), or with --job PATH run that job in it
+               (application mode) and exit with its outcome.
+  taskmanager  Start a TaskManager that registers with --jobmanager HOST:PORT (RPC).
 
 strom run JOB.py [job args...] [options]
 
@@ -42,6 +46,9 @@ strom run JOB.py [job args...] [options]
   -D key=value            set a configuration option; repeatable
   --config FILE           YAML configuration file (flat `a.b: v` keys or nested maps);
                           default: $STROM_CONF_DIR/config.yaml if it exists
+  --taskmanagers K        start K TaskManagers (default: as many as the job's slots need)
+  --threads               run in this process's threads instead of a mini-cluster
+  --log-level LEVEL       logging level (default WARNING)
   -h, --help              show this help
 
   Precedence: defaults < config file < -D < --parallelism. Keys are Flink's
@@ -64,7 +71,13 @@ class RunRequest:
     dynamic: list[tuple[str, str]] = field(default_factory=list)
     parallelism: str | None = None
     config_file: str | None = None
+    # command options other than configuration: --taskmanagers, --jobmanager, --log-level, --detached, ...
+    options: dict[str, str] = field(default_factory=dict)
 
+
+# Options that take a value / flags, recognized by every command; each command uses the ones it knows.
+VALUE_OPTIONS = ("--taskmanagers", "--jobmanager", "--log-level", "--job")
+FLAG_OPTIONS = ("--detached", "--verbose", "--threads")
 
 # -- parsing (pure) ---------------------------------------------------------------------------
 
@@ -76,9 +89,10 @@ def _split_dynamic(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
-def parse_run_args(argv: Sequence[str]) -> RunRequest:
+def parse_run_args(argv: Sequence[str], *, require_path: bool = True) -> RunRequest:
     """`run`'s arguments. Strom's options are recognized anywhere; the first other
     positional is the job file; everything else, and all after `--`, goes to the job."""
+    options: dict[str, str] = {}
     path: str | None = None
     job_args: list[str] = []
     dynamic: list[tuple[str, str]] = []
@@ -107,6 +121,12 @@ def parse_run_args(argv: Sequence[str]) -> RunRequest:
             dynamic.append(_split_dynamic(value_of(a)))
         elif a.startswith("-D"):
             dynamic.append(_split_dynamic(a[2:]))
+        elif a in VALUE_OPTIONS:
+            options[a] = value_of(a)
+        elif a.partition("=")[0] in VALUE_OPTIONS:
+            options[a.partition("=")[0]] = a.partition("=")[2]
+        elif a in FLAG_OPTIONS:
+            options[a] = "true"
         elif a == "--config":
             config_file = value_of(a)
         elif a.startswith("--config="):
@@ -118,9 +138,9 @@ def parse_run_args(argv: Sequence[str]) -> RunRequest:
         else:
             job_args.append(a)
         i += 1
-    if path is None:
+    if path is None and require_path:
         raise UsageError("strom run: missing the job file (strom run JOB.py [job args...])")
-    return RunRequest(path, job_args, dynamic, parallelism, config_file)
+    return RunRequest(path or "", job_args, dynamic, parallelism, config_file, options)
 
 
 # -- configuration (pure but for reading the file) --------------------------------------------
@@ -196,8 +216,16 @@ def _user_traceback(error: BaseException, job_path: str) -> str:
     return "".join(traceback.format_exception(type(error), error, tb or error.__traceback__))
 
 
-def run_job(path: str, job_args: Sequence[str], configuration: Configuration, *, stderr: TextIO | None = None) -> int:
-    """Run a job file as __main__ with `configuration` as the context of its environments.
+def run_job(
+    path: str,
+    job_args: Sequence[str],
+    configuration: Configuration,
+    *,
+    stderr: TextIO | None = None,
+    executor: Any = None,
+) -> int:
+    """Run a job file as __main__ with `configuration` as the context of its environments and
+    `executor` running what it executes (None: in-process threads).
     Returns the exit status: 0 finished, 1 failed (reported on stderr)."""
     from strom.datastream.stream_execution_environment import set_context
     from strom.runtime.local_executor import JobExecutionError
@@ -210,7 +238,7 @@ def run_job(path: str, job_args: Sequence[str], configuration: Configuration, *,
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [path, *job_args]
     sys.path.insert(0, job_dir)  # as `python JOB.py` does: the job's own modules import
-    set_context(configuration)
+    set_context(configuration, executor)
     try:
         runpy.run_path(path, run_name="__main__")
         return EXIT_OK
@@ -236,6 +264,67 @@ def run_job(path: str, job_args: Sequence[str], configuration: Configuration, *,
         sys.path[:] = saved_path
 
 
+def _setup_logging(request: RunRequest, default: str = "WARNING") -> None:
+    import logging
+
+    level = request.options.get("--log-level", default).upper()
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+
+def _host_port(text: str, what: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise UsageError(f"{what} expects HOST:PORT, got {text!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def run_command(request: RunRequest, configuration: Configuration) -> int:
+    """`strom run`: the job on a local mini-cluster of JobManager + TaskManager processes, or in
+    this process's threads with --threads."""
+    if request.options.get("--threads"):
+        return run_job(request.path, request.job_args, configuration)
+    from strom.runtime.minicluster import MiniCluster
+
+    _setup_logging(request)
+    taskmanagers = request.options.get("--taskmanagers")
+    if taskmanagers is not None and not taskmanagers.isdigit():
+        raise UsageError(f"--taskmanagers expects a number, got {taskmanagers!r}")
+    cluster = MiniCluster(configuration, taskmanagers=int(taskmanagers) if taskmanagers else None)
+    cluster.start()
+    try:
+        return run_job(request.path, request.job_args, configuration, executor=cluster.executor())
+    finally:
+        cluster.close()
+
+
+def jobmanager_command(request: RunRequest, configuration: Configuration) -> int:
+    from strom.runtime.jobmanager.process import run_jobmanager
+
+    _setup_logging(request, "INFO")
+    job = request.options.get("--job") or (request.path or None)
+    return run_jobmanager(configuration, job=job, job_args=request.job_args, run_job=run_job)
+
+
+def taskmanager_command(request: RunRequest, configuration: Configuration) -> int:
+    from strom.common.config_options import RPC_ADDRESS, RPC_PORT
+    from strom.runtime.taskmanager.taskmanager import taskmanager_main
+
+    _setup_logging(request, "INFO")
+    if "--jobmanager" in request.options:
+        jobmanager = _host_port(request.options["--jobmanager"], "--jobmanager")
+    else:
+        jobmanager = (configuration.get(RPC_ADDRESS), configuration.get(RPC_PORT))
+    taskmanager_main(configuration, jobmanager=jobmanager)
+    return EXIT_OK
+
+
+COMMANDS = {
+    "run": (run_command, True),
+    "jobmanager": (jobmanager_command, False),
+    "taskmanager": (taskmanager_command, False),
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help", "help"):
@@ -244,19 +333,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[0] in ("-V", "--version"):
         print(f"strom {__version__}")
         return EXIT_OK
-    if args[0] != "run":
+    if args[0] not in COMMANDS:
         print(f"strom: error: unknown command {args[0]!r}; try 'strom --help'", file=sys.stderr)
         return EXIT_USAGE
     if len(args) > 1 and args[1] in ("-h", "--help"):
         print(USAGE, end="")
         return EXIT_OK
+    command, needs_path = COMMANDS[args[0]]
     try:
-        request = parse_run_args(args[1:])
+        request = parse_run_args(args[1:], require_path=needs_path)
         configuration = build_configuration(request, os.environ)
+        return command(request, configuration)
     except (UsageError, ConfigError) as e:
         print(f"strom: error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    return run_job(request.path, request.job_args, configuration)
 
 
 if __name__ == "__main__":

@@ -219,3 +219,12 @@ RPC_ADDRESS = option("jobmanager.rpc.address", "str", "127.0.0.1", "JobManager R
 RPC_PORT = option("jobmanager.rpc.port", "int", 6123, "JobManager RPC port; 0 picks a free one.", minimum=0)
 DATA_PORT = option("taskmanager.data.port", "int", 0, "TaskManager data port; 0 picks a free one.", minimum=0)
 PROM_PORT = option("metrics.reporter.prom.port", "int", 9249, "Prometheus exporter port.", minimum=0)
+
+# -- heartbeats and scheduling ---------------------------------------------------------------
+HEARTBEAT_INTERVAL = option("heartbeat.interval", "duration", 10_000, "TaskManager -> JobManager heartbeat period.")
+HEARTBEAT_TIMEOUT = option(
+    "heartbeat.timeout", "duration", 50_000, "A TaskManager without heartbeat for this long is lost."
+)
+SLOT_REQUEST_TIMEOUT = option(
+    "slot.request.timeout", "duration", 300_000, "How long a job waits for enough free slots."
+)

@@ -91,22 +91,49 @@ class SinkFunctionOperator(StreamOperator):
 
 
 class CollectSinkOperator(StreamOperator):
-    """Hands records to the client of `execute_and_collect` through a registered queue."""
+    """Hands records to the client of `execute_and_collect`: through its queue when the client
+    is in this process, else over TCP to the client's collect server."""
 
     def open(self) -> None:
         super().open()
-        from strom.datastream.collect import is_open, result_queue
+        from strom.datastream import collect
 
         self._id = self.params["collect_id"]
-        self._queue = result_queue(self._id)
-        self._is_open = is_open
+        self._collect = collect
+        self._queue = None
+        self._sock = None
+        try:
+            self._queue = collect.result_queue(self._id)
+        except KeyError:
+            import socket
+
+            self._sock = socket.create_connection(tuple(self.params["address"]), timeout=30)
+            self._sock.settimeout(None)
+        ctx = self.ctx
+        self._attempt = ctx.attempt if ctx is not None else 0
+        self._subtask = ctx.subtask_index if ctx is not None else 0
 
     def process_batch(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
+        if self._sock is not None:
+            self._collect.send_frame(self._sock, ("records", self._attempt, self._subtask, list(values)))
+            return
         item = ("records", list(values))
         while True:
             try:
-                self._queue.put(item, timeout=0.1)
+                self._queue.put(item, timeout=0.1)  # type: ignore[union-attr]
                 return
             except queue.Full:
-                if not self._is_open(self._id):
+                if not self._collect.is_open(self._id):
                     return  # the client stopped reading; the job is being cancelled
+
+    def finish(self) -> None:
+        if self._sock is not None:
+            self._collect.send_frame(self._sock, ("done", self._attempt, self._subtask, None))
+        else:
+            self._collect.mark_done(self._id, self._attempt, self._subtask)
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        super().close()

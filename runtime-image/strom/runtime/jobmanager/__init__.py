@@ -1,0 +1,1 @@
+"""The JobManager: dispatcher, resource manager, job masters, REST and RPC endpoints."""

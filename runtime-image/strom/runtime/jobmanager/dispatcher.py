@@ -1,0 +1,179 @@
+"""The JobManager process core: dispatcher (jobs), resource manager (TaskManagers, slots,
+heartbeats) and the RPC endpoint TaskManagers connect to. Runs on one asyncio loop; other
+threads (application mode's job script, `strom run`) submit through the *_threadsafe methods.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from concurrent.futures import Future
+from typing import Any
+
+from strom.common import config_options as opts
+from strom.graph.stream_graph import StreamGraph
+from strom.runtime.jobmanager.job_master import TERMINAL_JOB_STATES, JobMaster
+from strom.runtime.jobmanager.resource_manager import ResourceManager, TaskManagerRecord
+from strom.runtime.rpc import (
+    Heartbeat,
+    RegisterTaskManager,
+    RegistrationAccepted,
+    TaskStateUpdate,
+    encode_message,
+    read_message,
+)
+
+log = logging.getLogger("strom.runtime.jobmanager")
+
+
+class JobManager:
+    def __init__(self, config: Any) -> None:
+        self.config = config
+        self.heartbeat_interval_ms = config.get(opts.HEARTBEAT_INTERVAL)
+        self.heartbeat_timeout_ms = config.get(opts.HEARTBEAT_TIMEOUT)
+        self.rm = ResourceManager(heartbeat_timeout_s=self.heartbeat_timeout_ms / 1000.0)
+        self.jobs: dict[str, JobMaster] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.rpc_port = 0
+        self.rest_port = 0
+        self.start_time = time.time()
+        self._slots_changed: asyncio.Event | None = None
+        self._rpc_server: asyncio.AbstractServer | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self._slots_changed = asyncio.Event()
+        host = self.config.get(opts.RPC_ADDRESS)
+        self._rpc_server = await asyncio.start_server(self._handle_taskmanager, host, self.config.get(opts.RPC_PORT))
+        self.rpc_port = self._rpc_server.sockets[0].getsockname()[1]
+        log.info("JobManager RPC endpoint listening on %s:%d", host, self.rpc_port)
+        self._tasks.append(asyncio.create_task(self._check_heartbeats()))
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for job in self.jobs.values():
+            job.cancel()
+        if self._rpc_server is not None:
+            self._rpc_server.close()
+        for tm in list(self.rm.taskmanagers.values()):
+            tm.writer.close()
+
+    # -- slots ----------------------------------------------------------------------------------------
+    def notify_slots_changed(self) -> None:
+        if self._slots_changed is not None:
+            self._slots_changed.set()
+
+    async def slots_changed(self) -> None:
+        assert self._slots_changed is not None
+        self._slots_changed.clear()
+        try:
+            await asyncio.wait_for(self._slots_changed.wait(), 1.0)
+        except TimeoutError:
+            pass
+
+    # -- RPC ---------------------------------------------------------------------------------------------
+    def send_to(self, tm_id: str, message: Any) -> None:
+        self.send_raw(tm_id, encode_message(message))
+
+    def send_raw(self, tm_id: str, frame: bytes) -> None:
+        tm = self.rm.taskmanagers.get(tm_id)
+        if tm is not None and not tm.writer.is_closing():
+            tm.writer.write(frame)
+
+    async def _handle_taskmanager(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        record: TaskManagerRecord | None = None
+        try:
+            hello = await read_message(reader)
+            if not isinstance(hello, RegisterTaskManager):
+                writer.close()
+                return
+            record = TaskManagerRecord(hello.tm_id, hello.host, dict(hello.slots), writer)
+            replaced = self.rm.register(record)
+            if replaced is not None:
+                self._taskmanager_lost(replaced, "TaskManager registered again (it restarted or lost its connection)")
+                replaced.writer.close()
+            writer.write(
+                encode_message(RegistrationAccepted(hello.tm_id, self.heartbeat_interval_ms, self.heartbeat_timeout_ms))
+            )
+            log.info("TaskManager %s registered from %s with %d slots", hello.tm_id, hello.host, len(hello.slots))
+            self.notify_slots_changed()
+            while True:
+                msg = await read_message(reader)
+                if isinstance(msg, Heartbeat):
+                    self.rm.heartbeat(msg.tm_id, msg.metrics)
+                elif isinstance(msg, TaskStateUpdate):
+                    job = self.jobs.get(msg.job_id)
+                    if job is not None:
+                        job.on_task_update(msg)
+        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+            pass
+        finally:
+            if record is not None and self.rm.taskmanagers.get(record.tm_id) is record:
+                self.rm.remove(record.tm_id)
+                self._taskmanager_lost(record, f"connection to TaskManager {record.tm_id} ({record.host}) was lost")
+            writer.close()
+
+    def _taskmanager_lost(self, record: TaskManagerRecord, reason: str) -> None:
+        log.warning("%s", reason)
+        for job in list(self.jobs.values()):
+            job.on_taskmanager_lost(record.tm_id, reason)
+        self.notify_slots_changed()
+
+    async def _check_heartbeats(self) -> None:
+        while True:
+            await asyncio.sleep(min(1.0, self.heartbeat_interval_ms / 1000.0))
+            for tm_id in self.rm.expired():
+                record = self.rm.remove(tm_id)
+                if record is not None:
+                    self._taskmanager_lost(
+                        record, f"heartbeat of TaskManager {tm_id} timed out after {self.heartbeat_timeout_ms} ms"
+                    )
+                    record.writer.close()
+
+    # -- jobs ---------------------------------------------------------------------------------------------
+    async def submit(self, graph: StreamGraph, job_id: str | None = None) -> str:
+        job_id = job_id or uuid.uuid4().hex
+        if job_id in self.jobs:
+            raise ValueError(f"job {job_id} already exists")
+        job = JobMaster(self, job_id, graph)
+        self.jobs[job_id] = job
+        log.info("Submitting job '%s' (%s)", job.name, job_id)
+        asyncio.get_running_loop().create_task(job.start())
+        return job_id
+
+    def submit_threadsafe(self, graph: StreamGraph) -> str:
+        assert self.loop is not None
+        return asyncio.run_coroutine_threadsafe(self.submit(graph), self.loop).result()
+
+    def wait_threadsafe(self, job_id: str, timeout: float | None = None) -> JobMaster:
+        assert self.loop is not None
+        job = self.jobs[job_id]
+
+        async def wait() -> JobMaster:
+            await asyncio.shield(job.done)
+            return job
+
+        fut: Future[JobMaster] = asyncio.run_coroutine_threadsafe(wait(), self.loop)
+        return fut.result(timeout)
+
+    def cancel_threadsafe(self, job_id: str) -> None:
+        assert self.loop is not None
+        self.loop.call_soon_threadsafe(self.jobs[job_id].cancel)
+
+    def running_jobs(self) -> list[JobMaster]:
+        return [j for j in self.jobs.values() if j.state not in TERMINAL_JOB_STATES]
+
+    # -- metrics (reported by TaskManagers with their heartbeats) ----------------------------------------
+    def subtask_metrics(self, job_id: str, task_name: str, parallelism: int) -> dict[int, dict[str, float]]:
+        """Latest task metrics per subtask index, as the TaskManagers last reported them."""
+        out: dict[int, dict[str, float]] = {}
+        for tm in self.rm.taskmanagers.values():
+            for entry in tm.metrics.get("tasks", ()):
+                if entry.get("job_id") == job_id and entry.get("task_name") == task_name:
+                    out[int(entry["subtask_index"])] = dict(entry.get("metrics", {}))
+        return {i: out.get(i, {}) for i in range(parallelism)}

@@ -1,0 +1,220 @@
+"""The job master: one job's ExecutionGraph state, scheduling into slots, failover.
+
+Job states are Flink's (CREATED, RUNNING, FAILING, FAILED, CANCELLING, CANCELED, FINISHED,
+RESTARTING); subtask states too (SCHEDULED, DEPLOYING, RUNNING, FINISHED, CANCELING,
+CANCELED, FAILED). A failed subtask or a lost TaskManager fails the attempt over: every task
+of the attempt is cancelled and, if the restart strategy allows, a new attempt is deployed
+after its delay. Each attempt has its own channel ids, so data of an old attempt never
+reaches a new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import cloudpickle
+
+from strom.common import config_options as opts
+from strom.graph.job_graph import JobGraph, create_job_graph
+from strom.graph.stream_graph import StreamGraph
+from strom.runtime.jobmanager.resource_manager import SlotRef
+from strom.runtime.jobmanager.restart_strategies import restart_strategy_from
+from strom.runtime.rpc import CancelJob, DeploySlot, SubtaskRef, TaskStateUpdate, encode_message
+
+if TYPE_CHECKING:
+    from strom.runtime.jobmanager.dispatcher import JobManager
+
+log = logging.getLogger("strom.runtime.jobmaster")
+
+TERMINAL_JOB_STATES = ("FINISHED", "FAILED", "CANCELED", "SUSPENDED")
+TERMINAL_TASK_STATES = ("FINISHED", "FAILED", "CANCELED")
+
+
+@dataclass(slots=True)
+class SubtaskStatus:
+    state: str = "CREATED"
+    tm_id: str = ""
+    host: str = ""
+    slot: int = -1
+    start_time: float = 0.0
+    end_time: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class FailureRecord:
+    timestamp_ms: int
+    task: str
+    trace: str
+    attempt: int
+
+
+@dataclass(eq=False)
+class JobMaster:
+    jm: JobManager
+    job_id: str
+    graph: StreamGraph
+    state: str = "CREATED"
+    attempt: int = 0
+    start_time: float = field(default_factory=time.time)
+    end_time: float = 0.0
+    failures: list[FailureRecord] = field(default_factory=list)
+    num_restarts: int = 0
+
+    def __post_init__(self) -> None:
+        self.name = self.graph.job_name
+        self.job_graph: JobGraph = create_job_graph(self.graph)
+        self.payload = cloudpickle.dumps(self.graph)
+        self.restart = restart_strategy_from(self.graph.config)
+        self.subtasks: dict[tuple[str, int], SubtaskStatus] = {}
+        self.state_times: dict[str, float] = {"CREATED": self.start_time}
+        self.done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._slots: list[SlotRef] = []
+        self._reset_subtasks()
+
+    # -- state ------------------------------------------------------------------------------------
+    def _set_state(self, state: str) -> None:
+        if state != self.state:
+            log.info("Job %s (%s) switched from %s to %s", self.name, self.job_id, self.state, state)
+            self.state = state
+            self.state_times[state] = time.time()
+            if state in TERMINAL_JOB_STATES:
+                self.end_time = time.time()
+                self.jm.rm.release(self.job_id)
+                if not self.done.done():
+                    self.done.set_result(state)
+
+    def _reset_subtasks(self) -> None:
+        self.subtasks = {(v.id, i): SubtaskStatus() for v in self.job_graph.vertices for i in range(v.parallelism)}
+
+    def root_cause(self) -> FailureRecord | None:
+        return self.failures[-1] if self.failures else None
+
+    # -- scheduling --------------------------------------------------------------------------------
+    async def start(self) -> None:
+        try:
+            await self._schedule()
+        except Exception as e:  # noqa: BLE001 - a job that cannot be scheduled fails with the reason
+            self.failures.append(FailureRecord(int(time.time() * 1000), "scheduler", repr(e), self.attempt))
+            self._set_state("FAILED")
+
+    async def _schedule(self) -> None:
+        self._set_state("RUNNING")
+        required = self.job_graph.required_slots()
+        timeout_s = self.graph.config.get(opts.SLOT_REQUEST_TIMEOUT) / 1000.0
+        deadline = time.monotonic() + timeout_s
+        slots = self.jm.rm.allocate(self.job_id, required)
+        while slots is None:
+            if self.state != "RUNNING":
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"could not get {required} slots within slot.request.timeout ({timeout_s:.0f} s); "
+                    f"{self.jm.rm.free_slot_count()} of {self.jm.rm.total_slots()} are free"
+                )
+            await self.jm.slots_changed()
+            slots = self.jm.rm.allocate(self.job_id, required)
+        self._slots = slots
+        # slot sharing: group g's subtask i goes to the group's i-th slot
+        groups: dict[str, int] = {}
+        for v in self.job_graph.vertices:
+            groups[v.slot_sharing_group] = max(groups.get(v.slot_sharing_group, 0), v.parallelism)
+        offset, base = 0, {}
+        for g in groups:
+            base[g] = offset
+            offset += groups[g]
+        placement: dict[int, list[SubtaskRef]] = {}
+        locations: dict[tuple[str, int], tuple[str, int]] = {}
+        for v in self.job_graph.vertices:
+            for i in range(v.parallelism):
+                k = base[v.slot_sharing_group] + i
+                ref = slots[k]
+                tm = self.jm.rm.taskmanagers[ref.tm_id]
+                placement.setdefault(k, []).append(SubtaskRef(v.id, i))
+                locations[(v.id, i)] = (tm.host, tm.slots[ref.slot_index])
+                st = self.subtasks[(v.id, i)]
+                st.state, st.tm_id, st.host, st.slot = "DEPLOYING", ref.tm_id, tm.host, ref.slot_index
+                st.start_time = time.time()
+        for k, refs in placement.items():
+            ref = slots[k]
+            msg = DeploySlot(self.job_id, self.attempt, ref.slot_index, self.payload, tuple(refs), locations)
+            self.jm.send_to(ref.tm_id, msg)
+
+    # -- events ------------------------------------------------------------------------------------
+    def on_task_update(self, upd: TaskStateUpdate) -> None:
+        if upd.attempt != self.attempt or self.state != "RUNNING":
+            return
+        st = self.subtasks.get((upd.vertex_id, upd.subtask_index))
+        if st is None or st.state in TERMINAL_TASK_STATES:
+            return
+        st.state = upd.state
+        if upd.state in TERMINAL_TASK_STATES:
+            st.end_time = time.time()
+        if upd.state == "FAILED":
+            vertex = next(v for v in self.job_graph.vertices if v.id == upd.vertex_id)
+            task = f"{vertex.name} ({upd.subtask_index + 1}/{vertex.parallelism})"
+            self.fail_over(task, upd.failure or "unknown failure")
+        elif upd.state == "CANCELED":
+            self.fail_over(f"subtask {upd.vertex_id}/{upd.subtask_index}", "task was cancelled unexpectedly")
+        elif all(s.state == "FINISHED" for s in self.subtasks.values()):
+            self._set_state("FINISHED")
+
+    def on_taskmanager_lost(self, tm_id: str, reason: str) -> None:
+        if self.state == "RUNNING" and any(s.tm_id == tm_id for s in self.subtasks.values()):
+            self.fail_over(f"TaskManager {tm_id}", reason)
+
+    def fail_over(self, task: str, trace: str) -> None:
+        log.error("Job %s attempt %d: %s failed:\n%s", self.job_id, self.attempt, task, trace)
+        self.failures.append(FailureRecord(int(time.time() * 1000), task, trace, self.attempt))
+        self._set_state("FAILING")
+        self._cancel_attempt()
+        delay = self.restart.next_restart_delay(int(time.time() * 1000))
+        if delay is None:
+            self._set_state("FAILED")
+            return
+        self._set_state("RESTARTING")
+        asyncio.get_running_loop().create_task(self._restart_after(delay))
+
+    async def _restart_after(self, delay_ms: int) -> None:
+        await asyncio.sleep(delay_ms / 1000.0)
+        if self.state != "RESTARTING":
+            return
+        self.attempt += 1
+        self.num_restarts += 1
+        self._reset_subtasks()
+        try:
+            await self._schedule()
+        except Exception as e:  # noqa: BLE001
+            self.failures.append(FailureRecord(int(time.time() * 1000), "scheduler", repr(e), self.attempt))
+            self._set_state("FAILED")
+
+    def _cancel_attempt(self) -> None:
+        msg = encode_message(CancelJob(self.job_id, self.attempt))
+        for tm_id in {s.tm_id for s in self._slots}:
+            self.jm.send_raw(tm_id, msg)
+        for st in self.subtasks.values():
+            if st.state not in TERMINAL_TASK_STATES:
+                st.state = "CANCELED"
+        self.jm.rm.release(self.job_id)
+        self.jm.notify_slots_changed()
+
+    def cancel(self) -> None:
+        if self.state in TERMINAL_JOB_STATES:
+            return
+        self._set_state("CANCELLING")
+        self._cancel_attempt()
+        self._set_state("CANCELED")
+
+    def result_error(self) -> str | None:
+        if self.state == "FINISHED":
+            return None
+        cause = self.root_cause()
+        if self.state == "FAILED" and cause is not None:
+            return f"Job '{self.name}' ({self.job_id}) failed: task {cause.task} failed.\n{cause.trace}"
+        return f"Job '{self.name}' ({self.job_id}) ended in state {self.state}"
+
+    def describe(self) -> dict[str, Any]:
+        return {"jid": self.job_id, "name": self.name, "state": self.state}

@@ -1,0 +1,110 @@
+"""`strom jobmanager`: the JobManager process (session or application mode).
+
+Session mode serves until terminated. Application mode (`--job PATH_OR_MODULE`) runs the
+job's entry point inside the process to build the graph, runs the job on the TaskManagers
+that register, and exits with the job's outcome — how pods run on Kubernetes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from strom.runtime.jobmanager.dispatcher import JobManager
+
+log = logging.getLogger("strom.runtime.jobmanager")
+
+
+async def start_rest(jm: JobManager) -> Any:
+    """Start the REST endpoint when the REST layer is available; returns its runner."""
+    from strom.common import config_options as opts
+
+    try:
+        from strom.runtime.jobmanager.rest_api import start_rest_server
+        from strom.runtime.jobmanager.rest_view import DispatcherView
+    except ImportError:
+        log.warning("REST API not available in this build")
+        return None
+    runner, port = await start_rest_server(
+        DispatcherView(jm), jm.config.get(opts.REST_ADDRESS), jm.config.get(opts.REST_PORT)
+    )
+    jm.rest_port = port
+    log.info("REST endpoint listening on %s:%d", jm.config.get(opts.REST_ADDRESS), port)
+    return runner
+
+
+class JobManagerThread:
+    """A JobManager on its own event loop in a background thread (mini-cluster, tests)."""
+
+    def __init__(self, config: Any, *, rest: bool = True) -> None:
+        self.jm = JobManager(config)
+        self._rest = rest
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name="strom-jobmanager", daemon=True)
+        self._runner: Any = None
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self._start())
+        except BaseException as e:  # noqa: BLE001 - reported to start()
+            self._error = e
+            self._ready.set()
+            return
+        self._ready.set()
+        self._loop.run_forever()
+
+    async def _start(self) -> None:
+        await self.jm.start()
+        if self._rest:
+            self._runner = await start_rest(self.jm)
+
+    def start(self) -> JobManager:
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        return self.jm
+
+    def stop(self) -> None:
+        async def shutdown() -> None:
+            await self.jm.stop()
+            if self._runner is not None:
+                await self._runner.cleanup()
+
+        if self._loop.is_running():
+            asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(10)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+
+def run_jobmanager(
+    config: Any,
+    *,
+    job: str | None = None,
+    job_args: Sequence[str] = (),
+    run_job: Callable[..., int] | None = None,
+) -> int:
+    """Run the JobManager until terminated (session mode) or until the job ends (application mode)."""
+    jmt = JobManagerThread(config)
+    jm = jmt.start()
+    print(f"JobManager started: rpc port {jm.rpc_port}, rest port {jm.rest_port}", flush=True)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        if job is None:
+            stop.wait()
+            return 0
+        assert run_job is not None
+        from strom.runtime.minicluster import ClusterExecutor
+
+        return run_job(job, list(job_args), config, executor=ClusterExecutor(jm))
+    finally:
+        jmt.stop()

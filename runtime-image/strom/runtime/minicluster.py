@@ -1,0 +1,133 @@
+"""The local mini-cluster behind `strom run`: a JobManager (in this process, on its own
+event loop) and TaskManager processes on loopback, i.e. the same processes a Kubernetes
+deployment runs. TaskManagers are started on demand, with enough slots for each job.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+from strom.common import config_options as opts
+from strom.datastream.stream_execution_environment import JobExecutionResult
+from strom.graph.job_graph import create_job_graph
+from strom.graph.stream_graph import StreamGraph
+
+
+class ClusterExecutor:
+    """An executor for `set_context`: submits the graph to a JobManager and waits for the end."""
+
+    def __init__(self, jm: Any, *, before_submit: Any = None) -> None:
+        self.jm = jm
+        self.before_submit = before_submit
+
+    def __call__(self, graph: StreamGraph) -> JobExecutionResult:
+        from strom.runtime.local_executor import JobExecutionError
+
+        if self.before_submit is not None:
+            self.before_submit(graph)
+        job_id = self.jm.submit_threadsafe(graph)
+        try:
+            job = self.jm.wait_threadsafe(job_id)
+        except KeyboardInterrupt:
+            self.jm.cancel_threadsafe(job_id)
+            raise
+        error = job.result_error()
+        if error is not None:
+            cause = job.root_cause()
+            raise JobExecutionError(
+                error, job_id=job_id, task=cause.task if cause else None, trace=cause.trace if cause else None
+            )
+        return JobExecutionResult(job_id, int((job.end_time - job.start_time) * 1000))
+
+
+class MiniCluster:
+    def __init__(self, config: Any, *, taskmanagers: int | None = None, log_level: str = "WARNING") -> None:
+        from strom.runtime.jobmanager.process import JobManagerThread
+
+        conf = config.copy()
+        # the mini-cluster never fights over fixed ports: unset ports pick free ones
+        for option in (opts.REST_PORT, opts.RPC_PORT, opts.PROM_PORT):
+            if not conf.contains_key(option.key):
+                conf.set(option.key, 0)
+        self.config = conf
+        self.fixed_taskmanagers = taskmanagers
+        self.log_level = log_level
+        self._jmt = JobManagerThread(conf)
+        self.jm: Any = None
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.started_slots = 0
+
+    def start(self) -> MiniCluster:
+        self.jm = self._jmt.start()
+        if self.fixed_taskmanagers:
+            for _ in range(self.fixed_taskmanagers):
+                self.start_taskmanager()
+        return self
+
+    def start_taskmanager(self, slots: int | None = None) -> subprocess.Popen[bytes]:
+        slots = slots or self.config.get(opts.TASK_SLOTS)
+        cmd = [
+            sys.executable,
+            "-m",
+            "strom.cli",
+            "taskmanager",
+            "--jobmanager",
+            f"127.0.0.1:{self.jm.rpc_port}",
+            "-D",
+            f"taskmanager.numberOfTaskSlots={slots}",
+            "-D",
+            "metrics.reporter.prom.port=0",
+            "--log-level",
+            self.log_level,
+        ]
+        env = dict(os.environ)
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = os.pathsep.join([here, *sys.path])
+        proc = subprocess.Popen(cmd, env=env)
+        self.processes.append(proc)
+        self.started_slots += slots
+        return proc
+
+    def ensure_slots(self, graph: StreamGraph) -> None:
+        """Start TaskManagers until the job's slots exist (Flink's local cluster sizes itself too)."""
+        required = create_job_graph(graph).required_slots()
+        have = max(self.jm.rm.total_slots(), self.started_slots)
+        per_tm = self.config.get(opts.TASK_SLOTS)
+        if self.fixed_taskmanagers is None and have < required:
+            missing = required - have
+            if not self.processes:
+                self.start_taskmanager(max(per_tm, missing))
+            else:
+                while missing > 0:
+                    self.start_taskmanager(per_tm)
+                    missing -= per_tm
+
+    def executor(self) -> ClusterExecutor:
+        return ClusterExecutor(self.jm, before_submit=self.ensure_slots)
+
+    def wait_for_taskmanagers(self, count: int, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.jm.rm.taskmanagers) < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{count} TaskManagers did not register within {timeout} s")
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        for p in self.processes:
+            p.terminate()
+        for p in self.processes:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        self._jmt.stop()
+
+    def __enter__(self) -> MiniCluster:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

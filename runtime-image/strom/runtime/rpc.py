@@ -1,0 +1,140 @@
+"""RPC between JobManager, TaskManagers and slot workers: pickled messages in length-prefixed
+frames over TCP (or a pipe). Messages are small frozen dataclasses; a job's code travels as an
+opaque payload (cloudpickled StreamGraph) inside them.
+
+Blocking helpers serve the thread-based TaskManager and workers; the asyncio helpers serve
+the JobManager's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+import socket
+import struct
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+_LEN = struct.Struct("!I")
+MAX_FRAME = 1 << 30
+
+
+# -- messages ------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class RegisterTaskManager:
+    tm_id: str
+    host: str
+    slots: list[tuple[int, int]]  # (slot index, data port of the slot's worker process)
+    metrics_port: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RegistrationAccepted:
+    tm_id: str
+    heartbeat_interval_ms: int
+    heartbeat_timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    tm_id: str
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SubtaskRef:
+    vertex_id: str
+    subtask_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeploySlot:
+    """Every subtask of one job attempt that runs in one slot (slot sharing)."""
+
+    job_id: str
+    attempt: int
+    slot_index: int
+    payload: bytes  # the encoded StreamGraph
+    subtasks: tuple[SubtaskRef, ...]
+    locations: dict[tuple[str, int], tuple[str, int]]  # (vertex id, subtask) -> (host, data port)
+
+
+@dataclass(frozen=True, slots=True)
+class CancelJob:
+    job_id: str
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class TaskStateUpdate:
+    job_id: str
+    attempt: int
+    vertex_id: str
+    subtask_index: int
+    state: str
+    failure: str | None = None  # the user's traceback
+    tm_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerReady:
+    slot_index: int
+    data_port: int
+
+
+@dataclass(frozen=True, slots=True)
+class Shutdown:
+    reason: str = ""
+
+
+# -- framing over blocking sockets ---------------------------------------------------------------
+class FramedSocket:
+    """A socket carrying pickled messages; send is thread-safe."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._send_lock = threading.Lock()
+
+    def send(self, message: Any) -> None:
+        data = pickle.dumps(message, protocol=5)
+        with self._send_lock:
+            self.sock.sendall(_LEN.pack(len(data)) + data)
+
+    def recv(self) -> Any:
+        header = _recv_exactly(self.sock, _LEN.size)
+        (n,) = _LEN.unpack(header)
+        if n > MAX_FRAME:
+            raise ConnectionError(f"frame of {n} bytes exceeds the limit")
+        return pickle.loads(_recv_exactly(self.sock, n))
+
+    def close(self) -> None:
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+
+def _recv_exactly(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("connection closed by peer")
+        buf += chunk
+    return bytes(buf)
+
+
+# -- framing over asyncio streams ----------------------------------------------------------------
+async def read_message(reader: asyncio.StreamReader) -> Any:
+    header = await reader.readexactly(_LEN.size)
+    (n,) = _LEN.unpack(header)
+    if n > MAX_FRAME:
+        raise ConnectionError(f"frame of {n} bytes exceeds the limit")
+    return pickle.loads(await reader.readexactly(n))
+
+
+def encode_message(message: Any) -> bytes:
+    data = pickle.dumps(message, protocol=5)
+    return _LEN.pack(len(data)) + data

@@ -1,0 +1,1 @@
+"""The TaskManager process and its slot worker processes."""

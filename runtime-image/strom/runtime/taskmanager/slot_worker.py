@@ -1,0 +1,109 @@
+"""A slot: one worker process of a TaskManager, so that N slots use N cores.
+
+The worker receives DeploySlot/CancelJob/Shutdown messages from its TaskManager over a pipe,
+runs the slot's subtasks as task threads (one mailbox loop each), serves its remote input
+channels on its own data port, and reports every task state change back.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Any
+
+import cloudpickle
+
+from strom.graph.job_graph import create_job_graph
+from strom.runtime.metrics import MetricGroup
+from strom.runtime.rpc import CancelJob, DeploySlot, Shutdown, TaskStateUpdate, WorkerReady
+from strom.runtime.taskmanager.deployment import ChannelFactory, build_slot_tasks
+
+log = logging.getLogger("strom.runtime.slot")
+
+
+class SlotWorker:
+    def __init__(self, conn: Any, *, slot_index: int, host: str, data_port: int) -> None:
+        from strom.runtime.network.tcp_channels import DataServer
+
+        self.conn = conn
+        self.slot_index = slot_index
+        self.host = host
+        self._send_lock = threading.Lock()
+        self.data_server = DataServer(host, data_port)
+        self.data_port = self.data_server.start()
+        self.tasks: dict[tuple[str, int], list[Any]] = {}
+        self._graphs: dict[tuple[str, int], Any] = {}
+        self.metrics = MetricGroup()
+
+    def send(self, message: Any) -> None:
+        with self._send_lock:
+            self.conn.send(message)
+
+    def serve(self) -> None:
+        self.send(WorkerReady(self.slot_index, self.data_port))
+        while True:
+            try:
+                msg = self.conn.recv()
+            except (EOFError, OSError):
+                break  # our TaskManager is gone: stop with it
+            if isinstance(msg, DeploySlot):
+                self.deploy(msg)
+            elif isinstance(msg, CancelJob):
+                self.cancel(msg.job_id, msg.attempt)
+            elif isinstance(msg, Shutdown):
+                break
+        for key in list(self.tasks):
+            self.cancel(*key)
+        self.data_server.close()
+
+    def deploy(self, msg: DeploySlot) -> None:
+        from strom.runtime.network.tcp_channels import ChannelId, RemoteOutputChannel
+
+        key = (msg.job_id, msg.attempt)
+        try:
+            graph = cloudpickle.loads(msg.payload)
+            job_graph = create_job_graph(graph)
+            factory = ChannelFactory(
+                local=set(),
+                expect_remote=lambda cid, ch: self.data_server.expect(ChannelId(*cid), ch),
+                connect_remote=lambda cid, host, port: RemoteOutputChannel(ChannelId(*cid), host, port),
+                locations=msg.locations,
+            )
+            built = build_slot_tasks(
+                msg, job_graph, config=graph.config, channels=factory, metrics=self.metrics, on_done=self._task_done
+            )
+        except BaseException:  # noqa: BLE001 - a deployment that cannot be built fails its tasks
+            import traceback
+
+            trace = traceback.format_exc()
+            for ref in msg.subtasks:
+                self.send(TaskStateUpdate(msg.job_id, msg.attempt, ref.vertex_id, ref.subtask_index, "FAILED", trace))
+            return
+        tasks = []
+        for vertex, index, task in built:
+            task.job_key = (msg.job_id, msg.attempt, vertex.id, index)  # type: ignore[attr-defined]
+            tasks.append(task)
+        self.tasks[key] = tasks
+        for task in tasks:
+            # RUNNING is reported before the thread starts, so it can never overtake the
+            # task's own terminal state
+            self.send(TaskStateUpdate(msg.job_id, msg.attempt, task.job_key[2], task.job_key[3], "RUNNING"))
+            task.start()
+
+    def _task_done(self, task: Any) -> None:
+        job_id, attempt, vertex_id, index = task.job_key
+        self.send(TaskStateUpdate(job_id, attempt, vertex_id, index, task.state, task.failure_trace))
+
+    def cancel(self, job_id: str, attempt: int) -> None:
+        for task in self.tasks.pop((job_id, attempt), []):
+            task.cancel()
+        self.data_server.forget(job_id)
+
+
+def worker_main(conn: Any, slot_index: int, host: str, data_port: int, log_level: str = "WARNING") -> None:
+    """Entry point of the worker process (multiprocessing spawn target)."""
+    logging.basicConfig(
+        level=log_level, format=f"%(asctime)s slot-{slot_index} pid-{os.getpid()} %(levelname)s %(message)s"
+    )
+    SlotWorker(conn, slot_index=slot_index, host=host, data_port=data_port).serve()

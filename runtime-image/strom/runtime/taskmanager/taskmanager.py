@@ -1,0 +1,227 @@
+"""The TaskManager process: registers its slots with the JobManager, heartbeats, and runs
+each slot as a worker process (spawned), forwarding deployments to them and their task
+state changes back.
+
+A TaskManager that loses its JobManager cancels what its slots run and registers again; a
+slot process that dies is restarted and its tasks are reported FAILED, so the job fails over.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import socket
+import threading
+import time
+import uuid
+from typing import Any
+
+from strom.common import config_options as opts
+from strom.runtime.rpc import (
+    CancelJob,
+    DeploySlot,
+    FramedSocket,
+    Heartbeat,
+    RegisterTaskManager,
+    RegistrationAccepted,
+    Shutdown,
+    TaskStateUpdate,
+    WorkerReady,
+)
+from strom.runtime.taskmanager.slot_worker import worker_main
+
+log = logging.getLogger("strom.runtime.taskmanager")
+
+
+class Slot:
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.process: Any = None
+        self.conn: Any = None
+        self.data_port = 0
+        self.deployed: dict[tuple[str, int], DeploySlot] = {}
+
+
+class TaskManager:
+    def __init__(
+        self,
+        config: Any,
+        *,
+        jobmanager: tuple[str, int],
+        host: str = "127.0.0.1",
+        tm_id: str | None = None,
+    ) -> None:
+        self.config = config
+        self.jobmanager = jobmanager
+        self.host = host
+        self.tm_id = tm_id or f"tm-{uuid.uuid4().hex[:12]}"
+        self.num_slots = config.get(opts.TASK_SLOTS)
+        self.slots = [Slot(i) for i in range(self.num_slots)]
+        self._jm: FramedSocket | None = None
+        self._jm_lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._mp = multiprocessing.get_context("spawn")
+        self.heartbeat_interval_s = 10.0
+        self.log_level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
+
+    # -- slots --------------------------------------------------------------------------------------
+    def start_slot(self, slot: Slot) -> None:
+        parent, child = self._mp.Pipe()
+        data_port = self.config.get(opts.DATA_PORT)
+        port = data_port + slot.index if data_port else 0
+        proc = self._mp.Process(
+            target=worker_main,
+            args=(child, slot.index, self.host, port, self.log_level),
+            daemon=True,
+            name=f"strom-slot-{slot.index}",
+        )
+        proc.start()
+        child.close()
+        ready = parent.recv()
+        if not isinstance(ready, WorkerReady):
+            raise RuntimeError(f"slot {slot.index} did not start: {ready!r}")
+        slot.process, slot.conn, slot.data_port = proc, parent, ready.data_port
+        log.info("slot %d runs in process %d, data port %d", slot.index, proc.pid, slot.data_port)
+        threading.Thread(target=self._read_slot, args=(slot, parent, proc), daemon=True).start()
+
+    def _read_slot(self, slot: Slot, conn: Any, proc: Any) -> None:
+        while True:
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                break
+            if isinstance(msg, TaskStateUpdate):
+                if msg.state in ("FINISHED", "FAILED", "CANCELED"):
+                    pass
+                self._to_jobmanager(
+                    TaskStateUpdate(
+                        msg.job_id, msg.attempt, msg.vertex_id, msg.subtask_index, msg.state, msg.failure, self.tm_id
+                    )
+                )
+        if self._stopped.is_set():
+            return
+        # the slot process died: its tasks failed; start a fresh process for the slot
+        proc.join(1)
+        reason = f"slot {slot.index} process {proc.pid} exited with code {proc.exitcode}"
+        log.error("%s", reason)
+        for (job_id, attempt), deploy in list(slot.deployed.items()):
+            for ref in deploy.subtasks:
+                self._to_jobmanager(
+                    TaskStateUpdate(job_id, attempt, ref.vertex_id, ref.subtask_index, "FAILED", reason, self.tm_id)
+                )
+        slot.deployed.clear()
+        if not self._stopped.is_set():
+            self.start_slot(slot)
+            self._register_again()
+
+    # -- JobManager connection --------------------------------------------------------------------
+    def _to_jobmanager(self, message: Any) -> None:
+        with self._jm_lock:
+            jm = self._jm
+        if jm is None:
+            return
+        try:
+            jm.send(message)
+        except OSError:
+            pass  # the reader notices the loss and reconnects
+
+    def _register_again(self) -> None:
+        """Re-announce slots (a data port may have changed after a slot restart)."""
+        with self._jm_lock:
+            jm = self._jm
+        if jm is not None:
+            jm.close()  # the serve loop reconnects and registers with the new ports
+
+    def _register(self) -> FramedSocket:
+        sock = socket.create_connection(self.jobmanager, timeout=10)
+        sock.settimeout(None)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        jm = FramedSocket(sock)
+        jm.send(RegisterTaskManager(self.tm_id, self.host, [(s.index, s.data_port) for s in self.slots]))
+        reply = jm.recv()
+        if not isinstance(reply, RegistrationAccepted):
+            raise ConnectionError(f"registration refused: {reply!r}")
+        self.heartbeat_interval_s = reply.heartbeat_interval_ms / 1000.0
+        return jm
+
+    def _heartbeats(self, jm: FramedSocket) -> None:
+        while not self._stopped.is_set():
+            with self._jm_lock:
+                if self._jm is not jm:
+                    return
+            try:
+                jm.send(Heartbeat(self.tm_id))
+            except OSError:
+                return
+            self._stopped.wait(self.heartbeat_interval_s)
+
+    def serve(self) -> None:
+        for slot in self.slots:
+            self.start_slot(slot)
+        backoff = 0.1
+        while not self._stopped.is_set():
+            try:
+                jm = self._register()
+            except OSError as e:
+                log.info("JobManager %s:%d not reachable (%s); retrying", *self.jobmanager, e)
+                self._stopped.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            backoff = 0.1
+            log.info("registered at JobManager %s:%d as %s", *self.jobmanager, self.tm_id)
+            with self._jm_lock:
+                self._jm = jm
+            threading.Thread(target=self._heartbeats, args=(jm,), daemon=True).start()
+            try:
+                while True:
+                    msg = jm.recv()
+                    if isinstance(msg, DeploySlot):
+                        slot = self.slots[msg.slot_index]
+                        slot.deployed[(msg.job_id, msg.attempt)] = msg
+                        slot.conn.send(msg)
+                    elif isinstance(msg, CancelJob):
+                        for slot in self.slots:
+                            if slot.deployed.pop((msg.job_id, msg.attempt), None) is not None:
+                                slot.conn.send(msg)
+                    elif isinstance(msg, Shutdown):
+                        self._stopped.set()
+                        break
+            except (OSError, EOFError, ConnectionError):
+                log.warning("lost the JobManager; cancelling running tasks and registering again")
+            with self._jm_lock:
+                self._jm = None
+            jm.close()
+            # Flink's behaviour: tasks of a lost JobManager are cancelled
+            for slot in self.slots:
+                for job_id, attempt in list(slot.deployed):
+                    try:
+                        slot.conn.send(CancelJob(job_id, attempt))
+                    except OSError:
+                        pass
+                slot.deployed.clear()
+        self.stop()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        for slot in self.slots:
+            try:
+                if slot.conn is not None:
+                    slot.conn.send(Shutdown())
+            except OSError:
+                pass
+        deadline = time.monotonic() + 5
+        for slot in self.slots:
+            if slot.process is not None:
+                slot.process.join(max(0.0, deadline - time.monotonic()))
+                if slot.process.is_alive():
+                    slot.process.kill()
+
+
+def taskmanager_main(config: Any, *, jobmanager: tuple[str, int], host: str = "127.0.0.1") -> None:
+    tm = TaskManager(config, jobmanager=jobmanager, host=host)
+    log.info("TaskManager %s (pid %d) with %d slots", tm.tm_id, os.getpid(), tm.num_slots)
+    try:
+        tm.serve()
+    except KeyboardInterrupt:
+        tm.stop()
