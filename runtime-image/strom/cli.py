@@ -325,14 +325,23 @@ COMMANDS = {
 }
 
 
+CLIENT_COMMANDS = ("submit", "list", "info", "cancel")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help", "help"):
-        print(USAGE, file=sys.stdout if args else sys.stderr, end="")
+        from strom.client.commands import USAGE as CLIENT_USAGE
+
+        print(USAGE + "\n" + CLIENT_USAGE, file=sys.stdout if args else sys.stderr, end="")
         return EXIT_OK if args else EXIT_USAGE
     if args[0] in ("-V", "--version"):
         print(f"strom {__version__}")
         return EXIT_OK
+    if args[0] in CLIENT_COMMANDS:
+        from strom.client import commands
+
+        return int(getattr(commands, f"{args[0]}_command")(args[1:]))
     if args[0] not in COMMANDS:
         print(f"strom: error: unknown command {args[0]!r}; try 'strom --help'", file=sys.stderr)
         return EXIT_USAGE

@@ -228,3 +228,6 @@ HEARTBEAT_TIMEOUT = option(
 SLOT_REQUEST_TIMEOUT = option(
     "slot.request.timeout", "duration", 300_000, "How long a job waits for enough free slots."
 )
+TM_RESOURCE_ID = option(
+    "taskmanager.resource-id", "str", "", "The TaskManager's id; empty = generated."
+)

@@ -55,7 +55,7 @@ class TaskManager:
         self.config = config
         self.jobmanager = jobmanager
         self.host = host
-        self.tm_id = tm_id or f"tm-{uuid.uuid4().hex[:12]}"
+        self.tm_id = tm_id or config.get(opts.TM_RESOURCE_ID) or f"tm-{uuid.uuid4().hex[:12]}"
         self.num_slots = config.get(opts.TASK_SLOTS)
         self.slots = [Slot(i) for i in range(self.num_slots)]
         self._jm: FramedSocket | None = None

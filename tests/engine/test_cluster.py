@@ -1,0 +1,181 @@
+"""The distributed runtime with real processes on loopback: JobManager + TaskManagers with
+slot processes, TCP channels, REST, failover."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+
+import pytest
+
+from tests.engine.cluster_testing import ROOT, SessionCluster, _env, wait_until
+
+N = 20_000
+
+
+def keyed_job(tmp_path, *, parallelism: int, count: int = N, rate: float | None = None, restart: bool = False) -> str:
+    out = tmp_path / "out"
+    job = tmp_path / "job.py"
+    job.write_text(textwrap.dedent(f"""
+        from strom.common import Encoder, WatermarkStrategy
+        from strom.datastream import StreamExecutionEnvironment
+        from strom.datastream.connectors import DataGeneratorSource
+        from strom.datastream.connectors.file_system import FileSink, BucketAssigner
+
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism({parallelism})
+        if {restart!r}:
+            from strom.common import Configuration
+            env.configure(Configuration({{"restart-strategy.type": "fixed-delay",
+                                          "restart-strategy.fixed-delay.attempts": 3,
+                                          "restart-strategy.fixed-delay.delay": "200 ms"}}))
+        src = env.from_source(DataGeneratorSource(lambda i: (i % 13, i), {count}, {rate!r}),
+                              WatermarkStrategy.no_watermarks(), "numbers")
+        sums = src.key_by(lambda e: e[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+        sink = (FileSink.for_row_format({str(out)!r}, Encoder.simple_string_encoder())
+                .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner()).build())
+        sums.map(lambda s: f"{{s[0]}} {{s[1]}}").sink_to(sink)
+        env.execute("keyed sums")
+    """))
+    return str(job)
+
+
+def final_sums(out_dir) -> dict[int, int]:
+    finals: dict[int, int] = {}
+    for root, _, files in os.walk(out_dir):
+        for f in files:
+            if f.startswith("."):
+                continue  # in-progress files of a failed attempt
+            for line in open(os.path.join(root, f)):
+                k, v = map(int, line.split())
+                finals[k] = max(finals.get(k, 0), v)
+    return finals
+
+
+def reference(count: int) -> dict[int, int]:
+    sums: Counter[int] = Counter()
+    for i in range(count):
+        sums[i % 13] += i
+    return dict(sums)
+
+
+@pytest.fixture
+def cluster():
+    c = SessionCluster(taskmanagers=2, slots=2)
+    yield c
+    c.close()
+
+
+def submit(cluster: SessionCluster, job: str) -> str:
+    proc = cluster.cli("submit", job)
+    assert proc.returncode == 0, proc.stderr
+    job_id = proc.stdout.strip().split()[-1]
+    assert re.fullmatch(r"[0-9a-f]{32}", job_id), proc.stdout
+    return job_id
+
+
+def test_keyed_job_across_two_taskmanagers_gives_reference_result(cluster, tmp_path):
+    job_id = submit(cluster, keyed_job(tmp_path, parallelism=4))
+    assert cluster.wait_for_state(job_id, ("FINISHED", "FAILED")) == "FINISHED"
+    assert final_sums(tmp_path / "out") == reference(N)
+    details = cluster.get(f"/jobs/{job_id}")
+    hosts = {st["taskmanager-id"] for v in details["vertices"] for st in cluster.get(
+        f"/jobs/{job_id}/vertices/{v['id']}")["subtasks"]}
+    assert len(hosts) == 2, "the job's subtasks should span both TaskManagers"
+    overview = cluster.get("/overview")
+    assert overview["taskmanagers"] == 2 and overview["slots-total"] == 4 and overview["jobs-finished"] == 1
+
+
+def test_killed_taskmanager_fails_the_job_over_by_its_restart_strategy(tmp_path):
+    cluster = SessionCluster(taskmanagers=3, slots=2)
+    try:
+        job_id = submit(cluster, keyed_job(tmp_path, parallelism=4, count=6000, rate=2000, restart=True))
+        cluster.wait_for_state(job_id, ("RUNNING",))
+        # kill a TaskManager that runs part of the job
+        used = wait_until(lambda: {
+            st.get("taskmanager-id") for v in cluster.get(f"/jobs/{job_id}")["vertices"]
+            for st in cluster.get(f"/jobs/{job_id}/vertices/{v['id']}")["subtasks"] if st.get("taskmanager-id")
+        }, what="subtasks deployed")
+        victim_id = sorted(used)[0]
+        cluster.kill_taskmanager(cluster.tms[int(victim_id.split("-")[1])])
+        wait_until(lambda: victim_id not in {t["id"] for t in cluster.get("/taskmanagers")["taskmanagers"]},
+                   what="TaskManager loss noticed")
+        assert cluster.wait_for_state(job_id, ("FINISHED", "FAILED"), timeout=90) == "FINISHED"
+        details = cluster.get(f"/jobs/{job_id}")
+        assert cluster.get(f"/jobs/{job_id}/metrics?get=numRestarts")[0]["value"] not in ("0", "0.0")
+        exceptions = cluster.get(f"/jobs/{job_id}/exceptions")
+        assert "TaskManager" in exceptions["exceptionHistory"]["entries"][-1]["stacktrace"] or any(
+            "TaskManager" in (e.get("taskName") or "") for e in exceptions["exceptionHistory"]["entries"])
+        assert details["state"] == "FINISHED"
+        assert final_sums(tmp_path / "out") == reference(6000)
+    finally:
+        cluster.close()
+
+
+def test_list_info_and_cancel_through_the_cli(cluster, tmp_path):
+    job_id = submit(cluster, keyed_job(tmp_path, parallelism=2, count=10_000_000, rate=1000))
+    cluster.wait_for_state(job_id, ("RUNNING",))
+    listed = cluster.cli("list")
+    assert listed.returncode == 0 and job_id in listed.stdout and "RUNNING" in listed.stdout
+    info = cluster.cli("info", job_id)
+    assert info.returncode == 0 and "keyed sums" in info.stdout
+    cancelled = cluster.cli("cancel", job_id)
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert cluster.job_state(job_id) == "CANCELED"
+
+
+def test_unknown_job_is_a_404_with_errors(cluster):
+    import urllib.error
+
+    with pytest.raises(urllib.error.HTTPError) as info:
+        cluster.get("/jobs/" + "0" * 32)
+    assert info.value.code == 404
+    assert "errors" in __import__("json").loads(info.value.read())
+
+
+def test_application_mode_runs_the_job_and_exits_with_its_outcome(tmp_path):
+    job = keyed_job(tmp_path, parallelism=2, count=5000)
+    jm = subprocess.Popen(
+        [sys.executable, "-m", "strom.cli", "jobmanager", "--job", job, "-D", "rest.port=0",
+         "-D", "jobmanager.rpc.port=0", "--log-level", "WARNING"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+    )
+    try:
+        line = jm.stdout.readline()
+        rpc_port = int(re.search(r"rpc port (\d+)", line).group(1))
+        tm = subprocess.Popen(
+            [sys.executable, "-m", "strom.cli", "taskmanager", "--jobmanager", f"127.0.0.1:{rpc_port}",
+             "-D", "taskmanager.numberOfTaskSlots=2"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(),
+        )
+        try:
+            assert jm.wait(120) == 0, jm.stderr.read()
+        finally:
+            tm.terminate()
+            tm.wait(10)
+    finally:
+        if jm.poll() is None:
+            jm.kill()
+    assert final_sums(tmp_path / "out") == reference(5000)
+
+
+def test_strom_run_uses_processes_and_reports_a_failing_job(tmp_path):
+    job = tmp_path / "bad.py"
+    job.write_text(textwrap.dedent("""
+        from strom.datastream import StreamExecutionEnvironment
+        def explode(v):
+            if v == 7:
+                raise ValueError("record seven is bad")
+            return v
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.from_collection(list(range(10))).map(explode).print()
+        env.execute("bad")
+    """))
+    proc = subprocess.run([sys.executable, "-m", "strom.cli", "run", str(job)], capture_output=True, text=True,
+                          env=_env(), timeout=120, cwd=ROOT)
+    assert proc.returncode == 1
+    assert "record seven is bad" in proc.stderr and "explode" in proc.stderr
