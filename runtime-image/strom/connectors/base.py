@@ -36,6 +36,11 @@ class SourceReader(ABC):
         """Up to max_records records; [] when none are available now (may wait briefly);
         None when the reader has no more records, ever."""
 
+    def pending_records(self) -> int | None:
+        """Records this reader still has to emit (its backlog, reported as Flink's `pendingRecords`
+        metric), or None when it does not know. Called from another thread: a cheap estimate."""
+        return None
+
     def close(self) -> None:
         pass
 

@@ -78,6 +78,10 @@ class DataGeneratorReader(SourceReader):
         gen = self._generate
         return [gen(i) for i in itertools.islice(self._indexes, n)]
 
+    def pending_records(self) -> int | None:
+        """Records this reader has yet to generate; None when unbounded (no backlog to speak of)."""
+        return self._remaining
+
     def cancel(self) -> None:
         self._cancelled.set()
 

@@ -18,6 +18,10 @@ class NumberSequenceReader(SourceReader):
         self._next = stop
         return batch
 
+    def pending_records(self) -> int:
+        """Numbers this reader has yet to emit (the source's backlog, Flink's pendingRecords)."""
+        return max(0, self._end + 1 - self._next)
+
 
 class NumberSequenceSource(Source):
     name = "Sequence Source"

@@ -42,6 +42,8 @@ class ExecutionVertex:
     vertex: JobVertex
     subtask_index: int
     task: StreamTask
+    # The subtask's metric group (user metrics live in its "operator" groups); for MetricRegistry.register_task.
+    metric_group: MetricGroup | None = None
 
 
 def build_tasks(
@@ -122,5 +124,5 @@ def build_tasks(
                 config=config,
                 on_done=on_done,
             )
-            result.append(ExecutionVertex(v, i, task))
+            result.append(ExecutionVertex(v, i, task, task_metrics))
     return result

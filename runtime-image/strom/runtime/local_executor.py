@@ -16,6 +16,7 @@ from strom.datastream.stream_execution_environment import JobExecutionResult
 from strom.graph.job_graph import create_job_graph
 from strom.graph.stream_graph import StreamGraph
 from strom.runtime.execution_graph import build_tasks
+from strom.runtime.metrics import MetricRegistry, MetricsSnapshot
 from strom.runtime.tasks.stream_task import FAILED, FINISHED
 
 
@@ -44,6 +45,26 @@ class LocalJob:
         self.vertices = build_tasks(
             self.job_graph, config=graph.config, clock=clock, on_done=self._task_done
         )
+        # The job's own registry (not the process one): its figures stay readable after it ends.
+        self.metric_registry = MetricRegistry(config=graph.config)
+        for ev in self.vertices:
+            self.metric_registry.register_task(
+                ev.task, job_id=self.job_id, job_name=graph.job_name, vertex_id=ev.vertex.id,
+                metric_group=ev.metric_group,
+            )
+        self.metric_registry.register_job_gauges(
+            self.job_id, graph.job_name, uptime_ms=self._uptime_ms, num_restarts=lambda: 0
+        )
+
+    def _uptime_ms(self) -> float:
+        # Flink's uptime gauge: 0 before running, -1 once the job reached a terminal state.
+        if self.status in ("FINISHED", "FAILED", "CANCELED"):
+            return -1
+        return (time.time() - self.start_time) * 1000 if self.start_time else 0
+
+    def metrics_snapshot(self) -> MetricsSnapshot:
+        """Task I/O metrics, user metrics and job gauges of this job, read now."""
+        return self.metric_registry.snapshot()
 
     def _task_done(self, task: Any) -> None:
         with self._lock:

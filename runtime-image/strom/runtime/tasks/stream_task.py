@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from strom.common import config_options as opts
+from strom.common.time import MIN_WATERMARK
 from strom.runtime.network.channels import InputGate, TaskCancelledError
 from strom.runtime.network.events import EndOfPartition, StreamStatusEvent, WatermarkEvent
 from strom.runtime.network.tcp_protocol import ChannelFailure
@@ -62,8 +63,13 @@ class StreamTask:
         self.failure_trace: str | None = None
         self.cancelled = False
         self.mailbox: deque[Callable[[], None]] = deque()
+        # Totals for TaskMetrics (metrics/task_metrics.py), bumped per batch or per wait, never per record.
         self.records_in = 0
-        self.busy_ns = 0
+        self.idle_ns = 0
+        self.idle_since_ns = 0  # non-zero while waiting for input: the wait in progress counts as idle
+        self.started_ns = 0
+        self.ended_ns = 0
+        self.input_watermarks: dict[int, int] = {}
         self.buffer_timeout_s = (config.get(opts.BUFFER_TIMEOUT) if config is not None else 100) / 1000.0
         self.thread = threading.Thread(target=self.run, name=f"{name} ({subtask_index + 1}/{parallelism})", daemon=True)
 
@@ -104,6 +110,7 @@ class StreamTask:
             for op in reversed(self.operators):
                 op.open()
             self.state = RUNNING
+            self.started_ns = time.perf_counter_ns()
             if self.gate is None:
                 self._run_source()
             else:
@@ -127,6 +134,7 @@ class StreamTask:
                 log.error("%s switched from RUNNING to FAILED:\n%s", self.display_name, self.failure_trace)
             self._close_quietly()
         finally:
+            self.ended_ns = time.perf_counter_ns()
             if self.on_done is not None:
                 self.on_done(self)
 
@@ -159,17 +167,21 @@ class StreamTask:
 
     def _run_source(self) -> None:
         head = self.head
-        last_flush = time.monotonic()
-        timeout = self.buffer_timeout_s
+        clock = time.perf_counter_ns
+        last_flush = clock()
+        timeout = int(self.buffer_timeout_s * 1e9)
         while True:
             if self.cancelled:
                 raise TaskCancelledError()
             self._run_mailbox()
+            before = clock()
             r = head.emit_next()
             if r is None:
                 break
-            now = time.monotonic()
+            now = clock()
             if r is False:
+                # The reader had nothing to give: the time it spent looking is idle, not busy.
+                self.idle_ns += now - before
                 self._flush()
                 last_flush = now
             elif now - last_flush >= timeout:
@@ -198,6 +210,10 @@ class StreamTask:
         last_flush = time.monotonic()
         timeout = self.buffer_timeout_s
         poll = gate.poll
+        clock = time.perf_counter_ns
+        in_wms = self.input_watermarks
+        for inp in by_input:
+            in_wms[inp] = MIN_WATERMARK
         while open_inputs:
             self._run_mailbox()
             got = poll(0)
@@ -208,7 +224,10 @@ class StreamTask:
                 deadline = self.pts.next_deadline()
                 if deadline is not None:
                     wait = max(0.0, min(wait, (deadline - self.pts.now()) / 1000.0))
+                waiting_since = self.idle_since_ns = clock()
                 got = poll(wait)
+                self.idle_since_ns = 0
+                self.idle_ns += clock() - waiting_since
                 if got is None:
                     continue
             ch, item = got
@@ -223,10 +242,12 @@ class StreamTask:
             elif type(item) is WatermarkEvent:
                 wm = valves[inp].input_watermark(local_index[ch.index], item.timestamp)
                 if wm is not None:
+                    in_wms[inp] = wm
                     wm_fns[inp](wm)
             elif type(item) is StreamStatusEvent:
                 wm, status = valves[inp].input_status(local_index[ch.index], item.idle)
                 if wm is not None:
+                    in_wms[inp] = wm
                     wm_fns[inp](wm)
                 if status is not None:
                     head.process_status(status)
@@ -234,6 +255,7 @@ class StreamTask:
                 ch.finished = True
                 wm = valves[inp].channel_finished(local_index[ch.index])
                 if wm is not None:
+                    in_wms[inp] = wm
                     wm_fns[inp](wm)
                 remaining[inp] -= 1
                 if remaining[inp] == 0:
