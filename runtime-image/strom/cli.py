@@ -231,16 +231,22 @@ def run_job(
     from strom.runtime.local_executor import JobExecutionError
 
     err = stderr or sys.stderr
-    if not os.path.isfile(path):
+    module = None
+    if path.startswith("module:"):
+        module = path[len("module:") :]
+    elif not os.path.isfile(path):
         print(f"strom: error: job file {path!r} does not exist", file=err)
         return EXIT_USAGE
-    job_dir = os.path.dirname(os.path.abspath(path))
+    job_dir = os.getcwd() if module else os.path.dirname(os.path.abspath(path))
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [path, *job_args]
     sys.path.insert(0, job_dir)  # as `python JOB.py` does: the job's own modules import
     set_context(configuration, executor)
     try:
-        runpy.run_path(path, run_name="__main__")
+        if module:
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(path, run_name="__main__")
         return EXIT_OK
     except SystemExit as e:
         if e.code is None or isinstance(e.code, int):
@@ -302,7 +308,14 @@ def jobmanager_command(request: RunRequest, configuration: Configuration) -> int
 
     _setup_logging(request, "INFO")
     job = request.options.get("--job") or (request.path or None)
-    return run_jobmanager(configuration, job=job, job_args=request.job_args, run_job=run_job)
+    try:
+        return run_jobmanager(configuration, job=job, job_args=request.job_args, run_job=run_job)
+    except OSError as e:
+        if request.options.get("--verbose"):
+            raise
+        print(f"strom: error: the JobManager cannot start: {e.strerror or e} "
+              "(set rest.port / jobmanager.rpc.port, 0 picks a free port)", file=sys.stderr)
+        return EXIT_JOB_FAILED
 
 
 def taskmanager_command(request: RunRequest, configuration: Configuration) -> int:
