@@ -37,17 +37,36 @@ class SessionCluster:
     def __init__(self, *, taskmanagers: int, slots: int, extra: tuple[str, ...] = ()) -> None:
         self.extra = extra
         self.jm = subprocess.Popen(
-            [sys.executable, "-m", "strom.cli", "jobmanager", "-D", "rest.port=0", "-D", "jobmanager.rpc.port=0",
-             "-D", "heartbeat.interval=500", "-D", "heartbeat.timeout=3000", *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=_env(),
+            [
+                sys.executable,
+                "-m",
+                "strom.cli",
+                "jobmanager",
+                "-D",
+                "rest.port=0",
+                "-D",
+                "jobmanager.rpc.port=0",
+                "-D",
+                "heartbeat.interval=500",
+                "-D",
+                "heartbeat.timeout=3000",
+                "-D",
+                "metrics.reporter.prom.port=0",
+                *extra,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=_env(),
         )
         line = self.jm.stdout.readline()  # type: ignore[union-attr]
-        m = re.search(r"rpc port (\d+), rest port (\d+)", line)
+        m = re.search(r"rpc port (\d+), rest port (\d+), metrics port (\d+)", line)
         if not m:
             self.jm.kill()
             raise RuntimeError(f"JobManager did not start: {line!r}")
-        self.rpc_port, self.rest_port = int(m.group(1)), int(m.group(2))
+        self.rpc_port, self.rest_port, self.metrics_port = int(m.group(1)), int(m.group(2)), int(m.group(3))
         self.tms: list[subprocess.Popen[str]] = []
+        self.tm_metrics_ports: list[int] = []
         for _ in range(taskmanagers):
             self.add_taskmanager(slots)
         wait_until(lambda: self.get("/overview")["taskmanagers"] == taskmanagers, what="TaskManagers registered")
@@ -55,11 +74,32 @@ class SessionCluster:
     def add_taskmanager(self, slots: int) -> subprocess.Popen[str]:
         tm_id = f"tm-{len(self.tms)}"
         tm = subprocess.Popen(
-            [sys.executable, "-m", "strom.cli", "taskmanager", "--jobmanager", f"127.0.0.1:{self.rpc_port}",
-             "-D", f"taskmanager.numberOfTaskSlots={slots}", "-D", f"taskmanager.resource-id={tm_id}",
-             "--log-level", "WARNING"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, env=_env(), start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "strom.cli",
+                "taskmanager",
+                "--jobmanager",
+                f"127.0.0.1:{self.rpc_port}",
+                "-D",
+                f"taskmanager.numberOfTaskSlots={slots}",
+                "-D",
+                f"taskmanager.resource-id={tm_id}",
+                "-D",
+                "metrics.reporter.prom.port=0",
+                *self.extra,
+                "--log-level",
+                "WARNING",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=_env(),
+            start_new_session=True,
         )
+        line = tm.stdout.readline()  # type: ignore[union-attr]
+        m = re.search(r"metrics port (\d+)", line)
+        self.tm_metrics_ports.append(int(m.group(1)) if m else 0)
         self.tms.append(tm)
         return tm
 
@@ -70,16 +110,17 @@ class SessionCluster:
     def cli(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "strom.cli", *args, "--jobmanager", f"127.0.0.1:{self.rest_port}"],
-            capture_output=True, text=True, env=_env(), timeout=timeout,
+            capture_output=True,
+            text=True,
+            env=_env(),
+            timeout=timeout,
         )
 
     def job_state(self, job_id: str) -> str:
         return self.get(f"/jobs/{job_id}")["state"]
 
     def wait_for_state(self, job_id: str, states: tuple[str, ...], timeout: float = 60) -> str:
-        return wait_until(
-            lambda: (s := self.job_state(job_id)) in states and s, timeout, f"job {job_id} in {states}"
-        )
+        return wait_until(lambda: (s := self.job_state(job_id)) in states and s, timeout, f"job {job_id} in {states}")
 
     def kill_taskmanager(self, tm: subprocess.Popen[str]) -> None:
         """kill -9 the TaskManager and its slot processes (its process group)."""
@@ -99,5 +140,6 @@ class SessionCluster:
                 p.wait(10)
             except subprocess.TimeoutExpired:
                 p.kill()
-        if self.jm.stdout is not None:
-            self.jm.stdout.close()
+        for p in [self.jm, *self.tms]:
+            if p.stdout is not None:
+                p.stdout.close()

@@ -20,7 +20,8 @@ N = 20_000
 def keyed_job(tmp_path, *, parallelism: int, count: int = N, rate: float | None = None, restart: bool = False) -> str:
     out = tmp_path / "out"
     job = tmp_path / "job.py"
-    job.write_text(textwrap.dedent(f"""
+    job.write_text(
+        textwrap.dedent(f"""
         from strom.common import Encoder, WatermarkStrategy
         from strom.datastream import StreamExecutionEnvironment
         from strom.datastream.connectors import DataGeneratorSource
@@ -40,7 +41,8 @@ def keyed_job(tmp_path, *, parallelism: int, count: int = N, rate: float | None 
                 .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner()).build())
         sums.map(lambda s: f"{{s[0]}} {{s[1]}}").sink_to(sink)
         env.execute("keyed sums")
-    """))
+    """)
+    )
     return str(job)
 
 
@@ -83,8 +85,11 @@ def test_keyed_job_across_two_taskmanagers_gives_reference_result(cluster, tmp_p
     assert cluster.wait_for_state(job_id, ("FINISHED", "FAILED")) == "FINISHED"
     assert final_sums(tmp_path / "out") == reference(N)
     details = cluster.get(f"/jobs/{job_id}")
-    hosts = {st["taskmanager-id"] for v in details["vertices"] for st in cluster.get(
-        f"/jobs/{job_id}/vertices/{v['id']}")["subtasks"]}
+    hosts = {
+        st["taskmanager-id"]
+        for v in details["vertices"]
+        for st in cluster.get(f"/jobs/{job_id}/vertices/{v['id']}")["subtasks"]
+    }
     assert len(hosts) == 2, "the job's subtasks should span both TaskManagers"
     overview = cluster.get("/overview")
     assert overview["taskmanagers"] == 2 and overview["slots-total"] == 4 and overview["jobs-finished"] == 1
@@ -96,20 +101,28 @@ def test_killed_taskmanager_fails_the_job_over_by_its_restart_strategy(tmp_path)
         job_id = submit(cluster, keyed_job(tmp_path, parallelism=4, count=6000, rate=2000, restart=True))
         cluster.wait_for_state(job_id, ("RUNNING",))
         # kill a TaskManager that runs part of the job
-        used = wait_until(lambda: {
-            st.get("taskmanager-id") for v in cluster.get(f"/jobs/{job_id}")["vertices"]
-            for st in cluster.get(f"/jobs/{job_id}/vertices/{v['id']}")["subtasks"] if st.get("taskmanager-id")
-        }, what="subtasks deployed")
+        used = wait_until(
+            lambda: {
+                st.get("taskmanager-id")
+                for v in cluster.get(f"/jobs/{job_id}")["vertices"]
+                for st in cluster.get(f"/jobs/{job_id}/vertices/{v['id']}")["subtasks"]
+                if st.get("taskmanager-id")
+            },
+            what="subtasks deployed",
+        )
         victim_id = sorted(used)[0]
         cluster.kill_taskmanager(cluster.tms[int(victim_id.split("-")[1])])
-        wait_until(lambda: victim_id not in {t["id"] for t in cluster.get("/taskmanagers")["taskmanagers"]},
-                   what="TaskManager loss noticed")
+        wait_until(
+            lambda: victim_id not in {t["id"] for t in cluster.get("/taskmanagers")["taskmanagers"]},
+            what="TaskManager loss noticed",
+        )
         assert cluster.wait_for_state(job_id, ("FINISHED", "FAILED"), timeout=90) == "FINISHED"
         details = cluster.get(f"/jobs/{job_id}")
         assert cluster.get(f"/jobs/{job_id}/metrics?get=numRestarts")[0]["value"] not in ("0", "0.0")
         exceptions = cluster.get(f"/jobs/{job_id}/exceptions")
         assert "TaskManager" in exceptions["exceptionHistory"]["entries"][-1]["stacktrace"] or any(
-            "TaskManager" in (e.get("taskName") or "") for e in exceptions["exceptionHistory"]["entries"])
+            "TaskManager" in (e.get("taskName") or "") for e in exceptions["exceptionHistory"]["entries"]
+        )
         assert details["state"] == "FINISHED"
         assert final_sums(tmp_path / "out") == reference(6000)
     finally:
@@ -140,17 +153,42 @@ def test_unknown_job_is_a_404_with_errors(cluster):
 def test_application_mode_runs_the_job_and_exits_with_its_outcome(tmp_path):
     job = keyed_job(tmp_path, parallelism=2, count=5000)
     jm = subprocess.Popen(
-        [sys.executable, "-m", "strom.cli", "jobmanager", "--job", job, "-D", "rest.port=0",
-         "-D", "jobmanager.rpc.port=0", "--log-level", "WARNING"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+        [
+            sys.executable,
+            "-m",
+            "strom.cli",
+            "jobmanager",
+            "--job",
+            job,
+            "-D",
+            "rest.port=0",
+            "-D",
+            "jobmanager.rpc.port=0",
+            "--log-level",
+            "WARNING",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
     )
     try:
         line = jm.stdout.readline()
         rpc_port = int(re.search(r"rpc port (\d+)", line).group(1))
         tm = subprocess.Popen(
-            [sys.executable, "-m", "strom.cli", "taskmanager", "--jobmanager", f"127.0.0.1:{rpc_port}",
-             "-D", "taskmanager.numberOfTaskSlots=2"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(),
+            [
+                sys.executable,
+                "-m",
+                "strom.cli",
+                "taskmanager",
+                "--jobmanager",
+                f"127.0.0.1:{rpc_port}",
+                "-D",
+                "taskmanager.numberOfTaskSlots=2",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=_env(),
         )
         try:
             assert jm.wait(120) == 0, jm.stderr.read()
@@ -165,7 +203,8 @@ def test_application_mode_runs_the_job_and_exits_with_its_outcome(tmp_path):
 
 def test_strom_run_uses_processes_and_reports_a_failing_job(tmp_path):
     job = tmp_path / "bad.py"
-    job.write_text(textwrap.dedent("""
+    job.write_text(
+        textwrap.dedent("""
         from strom.datastream import StreamExecutionEnvironment
         def explode(v):
             if v == 7:
@@ -174,8 +213,95 @@ def test_strom_run_uses_processes_and_reports_a_failing_job(tmp_path):
         env = StreamExecutionEnvironment.get_execution_environment()
         env.from_collection(list(range(10))).map(explode).print()
         env.execute("bad")
-    """))
-    proc = subprocess.run([sys.executable, "-m", "strom.cli", "run", str(job)], capture_output=True, text=True,
-                          env=_env(), timeout=120, cwd=ROOT)
+    """)
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "strom.cli", "run", str(job)],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+        cwd=ROOT,
+    )
     assert proc.returncode == 1
     assert "record seven is bad" in proc.stderr and "explode" in proc.stderr
+
+
+def scrape(port: int) -> dict[str, list]:
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return {f.name: f.samples for f in text_string_to_metric_families(text)}
+
+
+def test_slow_sink_back_pressures_its_producer_with_bounded_memory(tmp_path):
+    cluster = SessionCluster(taskmanagers=1, slots=1, extra=("-D", "metrics.fetcher.update-interval=300"))
+    job = tmp_path / "slow.py"
+    job.write_text(
+        textwrap.dedent("""
+        import time
+        from strom.common import WatermarkStrategy
+        from strom.datastream import StreamExecutionEnvironment
+        from strom.datastream.connectors import DataGeneratorSource
+
+        def slow(v):
+            time.sleep(0.0005)
+
+        env = StreamExecutionEnvironment.get_execution_environment()
+        src = env.from_source(DataGeneratorSource(lambda i: ("x" * 100, i), 10**9), WatermarkStrategy.no_watermarks(),
+                              "fast source")
+        src.add_sink(slow).disable_chaining()
+        env.execute("back pressure")
+    """)
+    )
+    try:
+        job_id = submit(cluster, str(job))
+        cluster.wait_for_state(job_id, ("RUNNING",))
+        source = next(v for v in cluster.get(f"/jobs/{job_id}")["vertices"] if v["name"].startswith("Source"))
+        path = f"/jobs/{job_id}/vertices/{source['id']}"
+
+        def back_pressured():
+            bp = cluster.get(path + "/backpressure")
+            return bp.get("backpressure-level") == "high" and bp
+
+        bp = wait_until(back_pressured, timeout=60, what="source back pressure 'high'")
+        assert bp["subtasks"][0]["ratio"] > 0.5
+        metric = cluster.get(path + "/subtasks/metrics?get=backPressuredTimeMsPerSecond")
+        assert float(metric[0]["max"]) > 500
+        # memory stays bounded while the source could produce far more than the sink takes
+        tm_id = cluster.get("/taskmanagers")["taskmanagers"][0]["id"]
+
+        def rss():
+            values = cluster.get(f"/taskmanagers/{tm_id}/metrics?get=Status.Process.Memory.RSS")
+            return float(values[0]["value"]) if values else 0.0
+
+        first = wait_until(rss, what="RSS reported")
+        import time
+
+        deadline = time.monotonic() + 3
+        samples = [first]
+        while time.monotonic() < deadline:
+            samples.append(rss())
+            time.sleep(0.3)
+        assert max(samples) - first < 64 * 2**20, f"TaskManager memory grew: {samples}"
+        # Prometheus: the TaskManager's task metrics and the JobManager's gauges, by Flink's names
+        tm_families = scrape(cluster.tm_metrics_ports[0])
+        bp_samples = tm_families["flink_taskmanager_job_task_backPressuredTimeMsPerSecond"]
+        src_sample = next(s for s in bp_samples if s.labels["task_name"].startswith("Source"))
+        assert src_sample.labels["job_id"] == job_id and src_sample.labels["subtask_index"] == "0"
+        assert src_sample.value > 500
+        for name in (
+            "flink_taskmanager_job_task_numRecordsOutPerSecond",
+            "flink_taskmanager_job_task_busyTimeMsPerSecond",
+            "flink_taskmanager_job_task_idleTimeMsPerSecond",
+        ):
+            assert name in tm_families
+        jm_families = scrape(cluster.metrics_port)
+        assert jm_families["flink_jobmanager_numRegisteredTaskManagers"][0].value == 1
+        assert any(s.labels.get("job_id") == job_id for s in jm_families["flink_jobmanager_job_uptime"])
+        assert cluster.cli("cancel", job_id).returncode == 0
+    finally:
+        cluster.close()

@@ -231,3 +231,7 @@ SLOT_REQUEST_TIMEOUT = option(
 TM_RESOURCE_ID = option(
     "taskmanager.resource-id", "str", "", "The TaskManager's id; empty = generated."
 )
+METRICS_UPDATE_INTERVAL = option(
+    "metrics.fetcher.update-interval", "duration", 10_000, "How often TaskManagers report metrics to the JobManager."
+)
+METRICS_HOST = option("metrics.reporter.prom.host", "str", "127.0.0.1", "Address the Prometheus exporters bind.")

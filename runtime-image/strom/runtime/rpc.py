@@ -84,6 +84,14 @@ class WorkerReady:
 
 
 @dataclass(frozen=True, slots=True)
+class MetricsReport:
+    """A process's metrics snapshot (strom.runtime.metrics.snapshots.MetricsSnapshot)."""
+
+    source: str  # slot index (worker -> TaskManager) or TaskManager id (-> JobManager)
+    snapshot: Any
+
+
+@dataclass(frozen=True, slots=True)
 class Shutdown:
     reason: str = ""
 

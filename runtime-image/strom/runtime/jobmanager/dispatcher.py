@@ -16,8 +16,11 @@ from strom.common import config_options as opts
 from strom.graph.stream_graph import StreamGraph
 from strom.runtime.jobmanager.job_master import TERMINAL_JOB_STATES, JobMaster
 from strom.runtime.jobmanager.resource_manager import ResourceManager, TaskManagerRecord
+from strom.runtime.metrics.registry import MetricRegistry
+from strom.runtime.metrics.snapshots import merge_snapshots
 from strom.runtime.rpc import (
     Heartbeat,
+    MetricsReport,
     RegisterTaskManager,
     RegistrationAccepted,
     TaskStateUpdate,
@@ -42,6 +45,28 @@ class JobManager:
         self._slots_changed: asyncio.Event | None = None
         self._rpc_server: asyncio.AbstractServer | None = None
         self._tasks: list[asyncio.Task[Any]] = []
+        self.registry = MetricRegistry(config=config)
+        self.registry.register_jobmanager_gauges(
+            num_registered_taskmanagers=lambda: len(self.rm.taskmanagers),
+            task_slots_total=self.rm.total_slots,
+            task_slots_available=self.rm.free_slot_count,
+            num_running_jobs=lambda: len(self.running_jobs()),
+        )
+        self.metrics_port = 0
+
+    def metrics_snapshot(self) -> Any:
+        reports = [tm.metrics for tm in self.rm.taskmanagers.values() if tm.metrics]
+        return merge_snapshots([*reports, self.registry.snapshot()])
+
+    def start_exporter(self) -> None:
+        from strom.runtime.metrics.prometheus import start_exporter
+
+        host, port = self.config.get(opts.METRICS_HOST), self.config.get(opts.PROM_PORT)
+        try:
+            self.metrics_port = start_exporter(self.registry.snapshot, host, port)
+            log.info("Prometheus metrics of the JobManager on http://%s:%d/metrics", host, self.metrics_port)
+        except OSError as e:
+            log.error("%s; JobManager metrics are not exported", e)
 
     # -- lifecycle ----------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -52,6 +77,7 @@ class JobManager:
         self.rpc_port = self._rpc_server.sockets[0].getsockname()[1]
         log.info("JobManager RPC endpoint listening on %s:%d", host, self.rpc_port)
         self._tasks.append(asyncio.create_task(self._check_heartbeats()))
+        self.start_exporter()
 
     async def stop(self) -> None:
         for t in self._tasks:
@@ -105,7 +131,12 @@ class JobManager:
             while True:
                 msg = await read_message(reader)
                 if isinstance(msg, Heartbeat):
-                    self.rm.heartbeat(msg.tm_id, msg.metrics)
+                    self.rm.heartbeat(msg.tm_id)
+                elif isinstance(msg, MetricsReport):
+                    self.rm.heartbeat(msg.source)
+                    tm = self.rm.taskmanagers.get(msg.source)
+                    if tm is not None:
+                        tm.metrics = msg.snapshot
                 elif isinstance(msg, TaskStateUpdate):
                     job = self.jobs.get(msg.job_id)
                     if job is not None:
@@ -168,12 +199,16 @@ class JobManager:
     def running_jobs(self) -> list[JobMaster]:
         return [j for j in self.jobs.values() if j.state not in TERMINAL_JOB_STATES]
 
-    # -- metrics (reported by TaskManagers with their heartbeats) ----------------------------------------
+    # -- metrics (reported by TaskManagers every metrics.fetcher.update-interval) ---------------------------
     def subtask_metrics(self, job_id: str, task_name: str, parallelism: int) -> dict[int, dict[str, float]]:
-        """Latest task metrics per subtask index, as the TaskManagers last reported them."""
-        out: dict[int, dict[str, float]] = {}
+        """Latest task and user metrics per subtask index, as the TaskManagers last reported them."""
+        out: dict[int, dict[str, float]] = {i: {} for i in range(parallelism)}
         for tm in self.rm.taskmanagers.values():
-            for entry in tm.metrics.get("tasks", ()):
-                if entry.get("job_id") == job_id and entry.get("task_name") == task_name:
-                    out[int(entry["subtask_index"])] = dict(entry.get("metrics", {}))
-        return {i: out.get(i, {}) for i in range(parallelism)}
+            for s in getattr(tm.metrics, "subtasks", ()):
+                if s.job_id == job_id and s.task_name == task_name and s.subtask_index in out:
+                    values = dict(s.task)
+                    for u in s.user:
+                        if isinstance(u.value, int | float):
+                            values[f"{u.operator_name}.{u.name}"] = float(u.value)
+                    out[s.subtask_index] = values
+        return out

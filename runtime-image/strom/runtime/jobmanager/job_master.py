@@ -72,6 +72,12 @@ class JobMaster:
         self.subtasks: dict[tuple[str, int], SubtaskStatus] = {}
         self.state_times: dict[str, float] = {"CREATED": self.start_time}
         self.done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self.jm.registry.register_job_gauges(
+            self.job_id,
+            self.name,
+            uptime_ms=lambda: int((time.time() - self.start_time) * 1000) if self.state == "RUNNING" else -1,
+            num_restarts=lambda: self.num_restarts,
+        )
         self._slots: list[SlotRef] = []
         self._reset_subtasks()
 

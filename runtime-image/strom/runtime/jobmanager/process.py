@@ -94,7 +94,10 @@ def run_jobmanager(
     """Run the JobManager until terminated (session mode) or until the job ends (application mode)."""
     jmt = JobManagerThread(config)
     jm = jmt.start()
-    print(f"JobManager started: rpc port {jm.rpc_port}, rest port {jm.rest_port}", flush=True)
+    print(
+        f"JobManager started: rpc port {jm.rpc_port}, rest port {jm.rest_port}, metrics port {jm.metrics_port}",
+        flush=True,
+    )
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

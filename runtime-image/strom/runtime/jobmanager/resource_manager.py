@@ -21,7 +21,7 @@ class TaskManagerRecord:
     registered_at: float = field(default_factory=time.time)
     last_heartbeat: float = field(default_factory=time.monotonic)
     allocated: dict[int, str] = field(default_factory=dict)  # slot index -> job id
-    metrics: dict[str, Any] = field(default_factory=dict)
+    metrics: Any = None  # the latest MetricsSnapshot the TaskManager reported
 
     @property
     def free_slots(self) -> list[int]:
@@ -45,12 +45,10 @@ class ResourceManager:
         self.taskmanagers[record.tm_id] = record
         return old
 
-    def heartbeat(self, tm_id: str, metrics: dict[str, Any] | None = None) -> None:
+    def heartbeat(self, tm_id: str) -> None:
         tm = self.taskmanagers.get(tm_id)
         if tm is not None:
             tm.last_heartbeat = time.monotonic()
-            if metrics:
-                tm.metrics = metrics
 
     def remove(self, tm_id: str) -> TaskManagerRecord | None:
         return self.taskmanagers.pop(tm_id, None)

@@ -187,10 +187,11 @@ class DispatcherView:
         tm = self.jm.rm.taskmanagers.get(tmid)
         if tm is None:
             raise NotFoundError(f"TaskManager {tmid} not found")
+        reported = getattr(tm.metrics, "taskmanagers", {}).get(tm.tm_id, {})
         return {
-            "Status.slots.total": float(len(tm.slots)),
-            "Status.slots.free": float(len(tm.free_slots)),
-            **{k: float(v) for k, v in (tm.metrics.get("taskmanager") or {}).items()},
+            "Status.TaskSlots.Total": float(len(tm.slots)),
+            "Status.TaskSlots.Free": float(len(tm.free_slots)),
+            **{k: float(v) for k, v in reported.items()},
         }
 
     async def submit(self, payload: bytes, content_type: str) -> JobId:

@@ -140,5 +140,6 @@ def build_slot_tasks(
             config=config,
             on_done=on_done,
         )
+        task.metric_group = task_metrics  # type: ignore[attr-defined]
         result.append((v, i, task))
     return result

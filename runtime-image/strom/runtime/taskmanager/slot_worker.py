@@ -16,14 +16,17 @@ import cloudpickle
 
 from strom.graph.job_graph import create_job_graph
 from strom.runtime.metrics import MetricGroup
-from strom.runtime.rpc import CancelJob, DeploySlot, Shutdown, TaskStateUpdate, WorkerReady
+from strom.runtime.metrics.registry import MetricRegistry
+from strom.runtime.rpc import CancelJob, DeploySlot, MetricsReport, Shutdown, TaskStateUpdate, WorkerReady
 from strom.runtime.taskmanager.deployment import ChannelFactory, build_slot_tasks
 
 log = logging.getLogger("strom.runtime.slot")
 
 
 class SlotWorker:
-    def __init__(self, conn: Any, *, slot_index: int, host: str, data_port: int) -> None:
+    def __init__(
+        self, conn: Any, *, slot_index: int, host: str, data_port: int, tm_id: str = "", report_interval_s: float = 1.0
+    ) -> None:
         from strom.runtime.network.tcp_channels import DataServer
 
         self.conn = conn
@@ -35,13 +38,24 @@ class SlotWorker:
         self.tasks: dict[tuple[str, int], list[Any]] = {}
         self._graphs: dict[tuple[str, int], Any] = {}
         self.metrics = MetricGroup()
+        self.registry = MetricRegistry(tm_id=tm_id)
+        self.report_interval_s = report_interval_s
+        self._stopped = threading.Event()
 
     def send(self, message: Any) -> None:
         with self._send_lock:
             self.conn.send(message)
 
+    def _report_metrics(self) -> None:
+        while not self._stopped.wait(self.report_interval_s):
+            try:
+                self.send(MetricsReport(str(self.slot_index), self.registry.snapshot()))
+            except (OSError, ValueError):
+                return
+
     def serve(self) -> None:
         self.send(WorkerReady(self.slot_index, self.data_port))
+        threading.Thread(target=self._report_metrics, name="metrics-report", daemon=True).start()
         while True:
             try:
                 msg = self.conn.recv()
@@ -53,6 +67,7 @@ class SlotWorker:
                 self.cancel(msg.job_id, msg.attempt)
             elif isinstance(msg, Shutdown):
                 break
+        self._stopped.set()
         for key in list(self.tasks):
             self.cancel(*key)
         self.data_server.close()
@@ -81,8 +96,14 @@ class SlotWorker:
                 self.send(TaskStateUpdate(msg.job_id, msg.attempt, ref.vertex_id, ref.subtask_index, "FAILED", trace))
             return
         tasks = []
+        self.registry.configure(config=graph.config)
         for vertex, index, task in built:
             task.job_key = (msg.job_id, msg.attempt, vertex.id, index)  # type: ignore[attr-defined]
+            self.registry.register_task(
+                task, job_id=msg.job_id, job_name=graph.job_name, vertex_id=vertex.id,
+                metric_group=getattr(task, "metric_group", None),
+                attempt=msg.attempt,
+            )
             tasks.append(task)
         self.tasks[key] = tasks
         for task in tasks:
@@ -99,11 +120,14 @@ class SlotWorker:
         for task in self.tasks.pop((job_id, attempt), []):
             task.cancel()
         self.data_server.forget(job_id)
+        self.registry.unregister_job(job_id)
 
 
-def worker_main(conn: Any, slot_index: int, host: str, data_port: int, log_level: str = "WARNING") -> None:
+def worker_main(
+    conn: Any, slot_index: int, host: str, data_port: int, log_level: str = "WARNING", tm_id: str = ""
+) -> None:
     """Entry point of the worker process (multiprocessing spawn target)."""
     logging.basicConfig(
         level=log_level, format=f"%(asctime)s slot-{slot_index} pid-{os.getpid()} %(levelname)s %(message)s"
     )
-    SlotWorker(conn, slot_index=slot_index, host=host, data_port=data_port).serve()
+    SlotWorker(conn, slot_index=slot_index, host=host, data_port=data_port, tm_id=tm_id).serve()

@@ -18,11 +18,14 @@ import uuid
 from typing import Any
 
 from strom.common import config_options as opts
+from strom.runtime.metrics.registry import MetricRegistry, process_rss_bytes
+from strom.runtime.metrics.snapshots import merge_snapshots
 from strom.runtime.rpc import (
     CancelJob,
     DeploySlot,
     FramedSocket,
     Heartbeat,
+    MetricsReport,
     RegisterTaskManager,
     RegistrationAccepted,
     Shutdown,
@@ -64,6 +67,45 @@ class TaskManager:
         self._mp = multiprocessing.get_context("spawn")
         self.heartbeat_interval_s = 10.0
         self.log_level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
+        self.registry = MetricRegistry(config=config, tm_id=self.tm_id)
+        self.registry.register_taskmanager_gauges(
+            self.tm_id,
+            slots_total=lambda: self.num_slots,
+            slots_free=lambda: sum(1 for s in self.slots if not s.deployed),
+            rss_bytes=self._rss_of_all_processes,
+        )
+        self.slot_snapshots: dict[int, Any] = {}
+        self.metrics_port = 0
+
+    def _rss_of_all_processes(self) -> int:
+        total = process_rss_bytes()
+        page = os.sysconf("SC_PAGE_SIZE")
+        for slot in self.slots:
+            if slot.process is not None and slot.process.pid:
+                try:
+                    with open(f"/proc/{slot.process.pid}/statm") as f:
+                        total += int(f.read().split()[1]) * page
+                except (OSError, ValueError, IndexError):
+                    pass
+        return total
+
+    def metrics_snapshot(self) -> Any:
+        return merge_snapshots([*self.slot_snapshots.values(), self.registry.snapshot()])
+
+    def start_exporter(self) -> None:
+        from strom.runtime.metrics.prometheus import start_exporter
+
+        host, port = self.config.get(opts.METRICS_HOST), self.config.get(opts.PROM_PORT)
+        try:
+            self.metrics_port = start_exporter(self.metrics_snapshot, host, port, tm_id=self.tm_id)
+            log.info("Prometheus metrics of %s on http://%s:%d/metrics", self.tm_id, host, self.metrics_port)
+        except OSError as e:
+            log.error("%s; TaskManager metrics are not exported", e)
+
+    def _report_metrics(self) -> None:
+        interval = self.config.get(opts.METRICS_UPDATE_INTERVAL) / 1000.0
+        while not self._stopped.wait(interval):
+            self._to_jobmanager(MetricsReport(self.tm_id, self.metrics_snapshot()))
 
     # -- slots --------------------------------------------------------------------------------------
     def start_slot(self, slot: Slot) -> None:
@@ -72,7 +114,7 @@ class TaskManager:
         port = data_port + slot.index if data_port else 0
         proc = self._mp.Process(
             target=worker_main,
-            args=(child, slot.index, self.host, port, self.log_level),
+            args=(child, slot.index, self.host, port, self.log_level, self.tm_id),
             daemon=True,
             name=f"strom-slot-{slot.index}",
         )
@@ -91,9 +133,9 @@ class TaskManager:
                 msg = conn.recv()
             except (EOFError, OSError):
                 break
-            if isinstance(msg, TaskStateUpdate):
-                if msg.state in ("FINISHED", "FAILED", "CANCELED"):
-                    pass
+            if isinstance(msg, MetricsReport):
+                self.slot_snapshots[slot.index] = msg.snapshot
+            elif isinstance(msg, TaskStateUpdate):
                 self._to_jobmanager(
                     TaskStateUpdate(
                         msg.job_id, msg.attempt, msg.vertex_id, msg.subtask_index, msg.state, msg.failure, self.tm_id
@@ -138,7 +180,11 @@ class TaskManager:
         sock.settimeout(None)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         jm = FramedSocket(sock)
-        jm.send(RegisterTaskManager(self.tm_id, self.host, [(s.index, s.data_port) for s in self.slots]))
+        jm.send(
+            RegisterTaskManager(
+                self.tm_id, self.host, [(s.index, s.data_port) for s in self.slots], metrics_port=self.metrics_port
+            )
+        )
         reply = jm.recv()
         if not isinstance(reply, RegistrationAccepted):
             raise ConnectionError(f"registration refused: {reply!r}")
@@ -159,6 +205,11 @@ class TaskManager:
     def serve(self) -> None:
         for slot in self.slots:
             self.start_slot(slot)
+        self.start_exporter()
+        print(
+            f"TaskManager {self.tm_id} started: {self.num_slots} slots, metrics port {self.metrics_port}", flush=True
+        )
+        threading.Thread(target=self._report_metrics, name="metrics-report", daemon=True).start()
         backoff = 0.1
         while not self._stopped.is_set():
             try:
