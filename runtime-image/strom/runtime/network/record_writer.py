@@ -8,6 +8,7 @@ task, before every event), so events never overtake records.
 from __future__ import annotations
 
 import random
+from itertools import compress
 from typing import Any
 
 from strom.common.key_groups import KeyGroupAssigner
@@ -42,6 +43,7 @@ class RecordWriter:
         self._rr = subtask_index % max(1, self.n)
         self._rng = random.Random(subtask_index)
         self.records_out = 0
+        self._channel_of: dict[Any, int] = {}
 
     # hot path: called per batch
     def emit(self, values: list[Any], timestamps: list[Any] | None) -> None:
@@ -80,30 +82,39 @@ class RecordWriter:
         self._send_full()
 
     def _emit_hash(self, values: list[Any], timestamps: list[Any] | None) -> None:
-        # hot path: key extraction and key-group lookup per record
+        # hot path: one key extraction and one dict lookup per record
         key_fn = self.key_fn
-        kg = self.kg.key_group
         keys = [key_fn(v) for v in values]
-        mp, p = self.max_parallelism, self.parallelism
-        targets = [kg(k) * p // mp for k in keys]
+        channel_of = self._channel_of
+        try:
+            targets = [channel_of[k] for k in keys]
+        except (KeyError, TypeError):
+            targets = [self._channel_for(k) for k in keys]
         self._scatter(targets, values, timestamps, keys)
+
+    def _channel_for(self, key: Any) -> int:
+        """key -> consumer subtask (key group * parallelism // max parallelism), memoized."""
+        ch = self.kg.key_group(key) * self.parallelism // self.max_parallelism
+        cache = self._channel_of
+        if len(cache) >= 65536:
+            cache.clear()
+        cache[key] = ch
+        return ch
 
     def _scatter(
         self, targets: list[int], values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None
     ) -> None:
-        n = self.n
-        vs: list[list[Any]] = [[] for _ in range(n)]
-        ts: list[list[Any]] | None = [[] for _ in range(n)] if timestamps is not None else None
-        ks: list[list[Any]] | None = [[] for _ in range(n)] if keys is not None else None
-        for i, t in enumerate(targets):
-            vs[t].append(values[i])
-            if ts is not None:
-                ts[t].append(timestamps[i])  # type: ignore[index]
-            if ks is not None:
-                ks[t].append(keys[i])  # type: ignore[index]
-        for ch in range(n):
-            if vs[ch]:
-                self._append(ch, vs[ch], ts[ch] if ts is not None else None, ks[ch] if ks is not None else None)
+        # hot path: per channel, a mask built once and C-level compress() for each column
+        for ch in range(self.n):
+            mask = [t == ch for t in targets]
+            part = list(compress(values, mask))
+            if part:
+                self._append(
+                    ch,
+                    part,
+                    list(compress(timestamps, mask)) if timestamps is not None else None,
+                    list(compress(keys, mask)) if keys is not None else None,
+                )
 
     def _append(self, ch: int, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
         buf = self._values[ch]
