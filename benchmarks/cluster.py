@@ -17,12 +17,13 @@ import tempfile
 import time
 from typing import Any
 
-from benchmarks.micro import WINDOW_MS, EventSource, filter_fn, key_fn, loop_b, map_fn, sum_fn, ts_fn
 from strom.common.configuration import Configuration
 from strom.common.time import Time
 from strom.common.watermark_strategy import WatermarkStrategy
 from strom.datastream import SinkFunction, StreamExecutionEnvironment
 from strom.runtime.minicluster import MiniCluster
+
+from benchmarks.micro import WINDOW_MS, EventSource, filter_fn, key_fn, loop_b, map_fn, sum_fn, ts_fn
 
 
 class CountToFile(SinkFunction):
