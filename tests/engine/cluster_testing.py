@@ -91,13 +91,13 @@ class SessionCluster:
                 "--log-level",
                 "WARNING",
             ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             text=True,
             env=_env(),
             start_new_session=True,
         )
-        line = tm.stdout.readline()  # type: ignore[union-attr]
+        line = tm.stderr.readline()  # type: ignore[union-attr]
         m = re.search(r"metrics port (\d+)", line)
         self.tm_metrics_ports.append(int(m.group(1)) if m else 0)
         self.tms.append(tm)
@@ -141,5 +141,6 @@ class SessionCluster:
             except subprocess.TimeoutExpired:
                 p.kill()
         for p in [self.jm, *self.tms]:
-            if p.stdout is not None:
-                p.stdout.close()
+            for stream in (p.stdout, p.stderr):
+                if stream is not None:
+                    stream.close()

@@ -15,10 +15,10 @@ from typing import Any
 import cloudpickle
 
 from strom.graph.job_graph import create_job_graph
+from strom.runtime.execution_graph import RemoteChannels, build_subtasks
 from strom.runtime.metrics import MetricGroup
 from strom.runtime.metrics.registry import MetricRegistry
 from strom.runtime.rpc import CancelJob, DeploySlot, MetricsReport, Shutdown, TaskStateUpdate, WorkerReady
-from strom.runtime.taskmanager.deployment import ChannelFactory, build_slot_tasks
 
 log = logging.getLogger("strom.runtime.slot")
 
@@ -79,14 +79,20 @@ class SlotWorker:
         try:
             graph = cloudpickle.loads(msg.payload)
             job_graph = create_job_graph(graph)
-            factory = ChannelFactory(
-                local=set(),
-                expect_remote=lambda cid, ch: self.data_server.expect(ChannelId(*cid), ch),
-                connect_remote=lambda cid, host, port: RemoteOutputChannel(ChannelId(*cid), host, port),
+            remote = RemoteChannels(
+                expect=lambda key, ch: self.data_server.expect(ChannelId(*key), ch),
+                connect=lambda key, host, port: RemoteOutputChannel(ChannelId(*key), host, port),
                 locations=msg.locations,
             )
-            built = build_slot_tasks(
-                msg, job_graph, config=graph.config, channels=factory, metrics=self.metrics, on_done=self._task_done
+            built = build_subtasks(
+                job_graph,
+                [(ref.vertex_id, ref.subtask_index) for ref in msg.subtasks],
+                job_id=msg.job_id,
+                attempt=msg.attempt,
+                config=graph.config,
+                channels=remote,
+                metrics=self.metrics,
+                on_done=self._task_done,
             )
         except BaseException:  # noqa: BLE001 - a deployment that cannot be built fails its tasks
             import traceback
@@ -97,11 +103,12 @@ class SlotWorker:
             return
         tasks = []
         self.registry.configure(config=graph.config)
-        for vertex, index, task in built:
+        for ev in built:
+            vertex, index, task = ev.vertex, ev.subtask_index, ev.task
             task.job_key = (msg.job_id, msg.attempt, vertex.id, index)  # type: ignore[attr-defined]
             self.registry.register_task(
                 task, job_id=msg.job_id, job_name=graph.job_name, vertex_id=vertex.id,
-                metric_group=getattr(task, "metric_group", None),
+                metric_group=ev.metric_group,
                 attempt=msg.attempt,
             )
             tasks.append(task)

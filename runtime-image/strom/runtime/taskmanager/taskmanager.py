@@ -12,6 +12,7 @@ import logging
 import multiprocessing
 import os
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -207,7 +208,9 @@ class TaskManager:
             self.start_slot(slot)
         self.start_exporter()
         print(
-            f"TaskManager {self.tm_id} started: {self.num_slots} slots, metrics port {self.metrics_port}", flush=True
+            f"TaskManager {self.tm_id} started: {self.num_slots} slots, metrics port {self.metrics_port}",
+            file=sys.stderr,  # stdout belongs to the job (print sinks of its slots)
+            flush=True,
         )
         threading.Thread(target=self._report_metrics, name="metrics-report", daemon=True).start()
         backoff = 0.1
