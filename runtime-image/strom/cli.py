@@ -227,7 +227,7 @@ def run_job(
     """Run a job file as __main__ with `configuration` as the context of its environments and
     `executor` running what it executes (None: in-process threads).
     Returns the exit status: 0 finished, 1 failed (reported on stderr)."""
-    from strom.datastream.stream_execution_environment import set_context
+    from strom.datastream.stream_execution_environment import NoOperatorsError, set_context
     from strom.runtime.local_executor import JobExecutionError
 
     err = stderr or sys.stderr
@@ -256,6 +256,9 @@ def run_job(
     except KeyboardInterrupt:
         print("strom: interrupted; the job was cancelled", file=err)
         return EXIT_INTERRUPTED
+    except NoOperatorsError as e:
+        print(f"strom: error: {path}: {e}", file=err)
+        return EXIT_JOB_FAILED
     except JobExecutionError as e:
         print("\n The program finished with the following exception:\n", file=err)
         print(str(e), file=err)

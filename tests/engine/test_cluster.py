@@ -305,3 +305,44 @@ def test_slow_sink_back_pressures_its_producer_with_bounded_memory(tmp_path):
         assert cluster.cli("cancel", job_id).returncode == 0
     finally:
         cluster.close()
+
+
+def test_unresponsive_taskmanager_is_lost_by_heartbeat_timeout(tmp_path):
+    """SIGSTOP keeps the TaskManager's connection open but silences it: only the heartbeat
+    timeout (3 s in this cluster) can notice."""
+    import signal
+    import time
+
+    cluster = SessionCluster(taskmanagers=2, slots=2)
+    try:
+        job_id = submit(cluster, keyed_job(tmp_path, parallelism=2, count=8000, rate=1000, restart=True))
+        cluster.wait_for_state(job_id, ("RUNNING",))
+        used = wait_until(
+            lambda: {
+                st.get("taskmanager-id")
+                for v in cluster.get(f"/jobs/{job_id}")["vertices"]
+                for st in cluster.get(f"/jobs/{job_id}/vertices/{v['id']}")["subtasks"]
+                if st.get("taskmanager-id")
+            },
+            what="subtasks deployed",
+        )
+        victim = sorted(used)[0]
+        tm = cluster.tms[int(victim.split("-")[1])]
+        stopped_at = time.monotonic()
+        os.killpg(tm.pid, signal.SIGSTOP)
+        try:
+            wait_until(
+                lambda: victim not in {t["id"] for t in cluster.get("/taskmanagers")["taskmanagers"]},
+                timeout=30,
+                what="heartbeat timeout",
+            )
+            noticed_after = time.monotonic() - stopped_at
+            assert 2.0 <= noticed_after <= 15.0, noticed_after
+            assert cluster.wait_for_state(job_id, ("FINISHED", "FAILED"), timeout=90) == "FINISHED"
+            entries = cluster.get(f"/jobs/{job_id}/exceptions")["exceptionHistory"]["entries"]
+            assert any("heartbeat" in e["stacktrace"] for e in entries)
+            assert final_sums(tmp_path / "out") == reference(8000)
+        finally:
+            os.killpg(tm.pid, signal.SIGKILL)
+    finally:
+        cluster.close()

@@ -35,6 +35,10 @@ def set_context(configuration: Configuration | None, executor: Callable[[StreamG
     _context_executor = executor
 
 
+class NoOperatorsError(RuntimeError):
+    """execute() on a program that declared no operators."""
+
+
 class JobExecutionResult:
     def __init__(self, job_id: str, net_runtime_ms: int, accumulators: dict[str, Any] | None = None) -> None:
         self._job_id = job_id
@@ -234,7 +238,7 @@ class StreamExecutionEnvironment:
     # -- execution -------------------------------------------------------------------------------
     def get_stream_graph(self, job_name: str | None = None, *, clear_transformations: bool = False) -> StreamGraph:
         if not self._transformations:
-            raise RuntimeError("no operators defined in the program; nothing to execute")
+            raise NoOperatorsError("no operators defined in the program; nothing to execute")
         default_p = self.get_parallelism()
         max_p = effective_max_parallelism(self.get_max_parallelism(), self._transformations, default_p)
         graph = generate_stream_graph(
