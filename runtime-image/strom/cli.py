@@ -47,6 +47,8 @@ strom run JOB.py [job args...] [options]
   --config FILE           YAML configuration file (flat `a.b: v` keys or nested maps);
                           default: $STROM_CONF_DIR/config.yaml if it exists
   --taskmanagers K        start K TaskManagers (default: as many as the job's slots need)
+  --detached              submit to the running cluster at --jobmanager HOST:PORT (REST,
+                          default localhost:8081), print the job id and return
   --threads               run in this process's threads instead of a mini-cluster
   --log-level LEVEL       logging level (default WARNING)
   -h, --help              show this help
@@ -292,6 +294,20 @@ def run_command(request: RunRequest, configuration: Configuration) -> int:
     this process's threads with --threads."""
     if request.options.get("--threads"):
         return run_job(request.path, request.job_args, configuration)
+    if request.options.get("--detached"):
+        # detached: the job goes to a running cluster (--jobmanager, REST) and the command returns its id
+        from strom.client.commands import submit_command
+
+        argv = [request.path]
+        for key, value in request.dynamic:
+            argv += ["-D", f"{key}={value}"]
+        if request.parallelism:
+            argv += ["-p", request.parallelism]
+        if request.config_file:
+            argv += ["--config", request.config_file]
+        if "--jobmanager" in request.options:
+            argv += ["--jobmanager", request.options["--jobmanager"]]
+        return int(submit_command([*argv, "--", *request.job_args]))
     from strom.runtime.minicluster import MiniCluster
 
     _setup_logging(request)

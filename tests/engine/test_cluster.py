@@ -346,3 +346,18 @@ def test_unresponsive_taskmanager_is_lost_by_heartbeat_timeout(tmp_path):
             os.killpg(tm.pid, signal.SIGKILL)
     finally:
         cluster.close()
+
+
+def test_run_detached_submits_to_a_running_cluster_and_prints_the_job_id(cluster, tmp_path):
+    job = keyed_job(tmp_path, parallelism=2, count=3000)
+    proc = subprocess.run(
+        [sys.executable, "-m", "strom.cli", "run", "--detached", job, "--jobmanager", f"127.0.0.1:{cluster.rest_port}"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    job_id = proc.stdout.strip().split()[-1]
+    assert cluster.wait_for_state(job_id, ("FINISHED", "FAILED")) == "FINISHED"
+    assert final_sums(tmp_path / "out") == reference(3000)

@@ -82,15 +82,40 @@ class RecordWriter:
         self._send_full()
 
     def _emit_hash(self, values: list[Any], timestamps: list[Any] | None) -> None:
-        # hot path: one key extraction and one dict lookup per record
-        key_fn = self.key_fn
-        keys = [key_fn(v) for v in values]
-        channel_of = self._channel_of
-        try:
-            targets = [channel_of[k] for k in keys]
-        except (KeyError, TypeError):
-            targets = [self._channel_for(k) for k in keys]
-        self._scatter(targets, values, timestamps, keys)
+        # hot path: per record one key extraction, one dict lookup and appends straight into the
+        # channel buffers. Keys travel with the records so the keyed consumer need not recompute them.
+        bufs, tsb, kb = self._values, self._ts, self._keys
+        for ch in range(self.n):
+            if kb[ch] is None:
+                kb[ch] = []  # a hash writer's buffers always carry keys
+            if timestamps is not None and tsb[ch] is None:
+                tsb[ch] = [None] * len(bufs[ch])
+        key_fn, channel_of, channel_for = self.key_fn, self._channel_of, self._channel_for
+        value_appends = [b.append for b in bufs]
+        key_appends = [k.append for k in kb]  # type: ignore[union-attr]
+        if timestamps is None:
+            ts_appends = [t.append if t is not None else None for t in tsb]
+            for v in values:
+                k = key_fn(v)
+                try:
+                    ch = channel_of[k]
+                except (KeyError, TypeError):  # new key, or an unhashable one (channel_for says so)
+                    ch = channel_for(k)
+                value_appends[ch](v)
+                key_appends[ch](k)
+                if ts_appends[ch] is not None:
+                    ts_appends[ch](None)  # type: ignore[misc]
+        else:
+            ts_appends = [t.append for t in tsb]  # type: ignore[union-attr]
+            for v, t in zip(values, timestamps, strict=True):
+                k = key_fn(v)
+                try:
+                    ch = channel_of[k]
+                except (KeyError, TypeError):  # new key, or an unhashable one (channel_for says so)
+                    ch = channel_for(k)
+                value_appends[ch](v)
+                key_appends[ch](k)
+                ts_appends[ch](t)
 
     def _channel_for(self, key: Any) -> int:
         """key -> consumer subtask (key group * parallelism // max parallelism), memoized."""
