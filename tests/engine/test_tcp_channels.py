@@ -244,6 +244,7 @@ def test_items_arrive_exactly_and_in_order(server: DataServer):
     assert p.error is None
     assert got == ALL_ITEMS
     assert out.bytes_sent > 0
+    assert ch.bytes_received == out.bytes_sent  # numBytesIn of the consumer = numBytesOut of the producer
 
 
 def test_connection_before_expect_is_held_until_expected(server: DataServer):

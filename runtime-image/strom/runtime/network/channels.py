@@ -26,6 +26,7 @@ class LocalChannel:
 
     __slots__ = (
         "gate", "index", "input_index", "capacity", "queue", "back_pressured_ns", "finished", "on_consumed",
+        "bytes_received",
     )
 
     def __init__(self, gate: InputGate, index: int, input_index: int, capacity: int) -> None:
@@ -37,6 +38,7 @@ class LocalChannel:
         self.back_pressured_ns = 0
         self.finished = False
         self.on_consumed: Any = None
+        self.bytes_received = 0  # counted by a network reader; 0 for in-process channels
 
     def abort(self) -> None:
         """Wake a producer blocked in put() (the job is being cancelled)."""

@@ -305,6 +305,7 @@ class _InboundConnection:
                         queue.append(item)
                         gate.pending += 1
                         self.received += 1
+                        channel.bytes_received += n + 5  # payload and frame header
                         cond.notify_all()
                 if overflow:
                     self._fail(channel, f"protocol error: {self.peer} sent beyond its {capacity} credits")
