@@ -361,3 +361,45 @@ def test_run_detached_submits_to_a_running_cluster_and_prints_the_job_id(cluster
     job_id = proc.stdout.strip().split()[-1]
     assert cluster.wait_for_state(job_id, ("FINISHED", "FAILED")) == "FINISHED"
     assert final_sums(tmp_path / "out") == reference(3000)
+
+
+def test_taskmanager_registers_again_with_a_restarted_jobmanager():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        rpc_port = s.getsockname()[1]
+    first = SessionCluster(taskmanagers=1, slots=1, extra=("-D", f"jobmanager.rpc.port={rpc_port}"))
+    try:
+        first.jm.terminate()
+        first.jm.wait(10)
+        second = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "strom.cli",
+                "jobmanager",
+                "-D",
+                "rest.port=0",
+                "-D",
+                f"jobmanager.rpc.port={rpc_port}",
+                "-D",
+                "metrics.reporter.prom.port=0",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=_env(),
+        )
+        try:
+            rest_port = int(re.search(r"rest port (\d+)", second.stdout.readline()).group(1))
+            first.rest_port = rest_port
+            wait_until(
+                lambda: first.get("/overview")["taskmanagers"] == 1, timeout=30, what="TaskManager registered again"
+            )
+        finally:
+            second.terminate()
+            second.wait(10)
+            second.stdout.close()
+    finally:
+        first.close()
