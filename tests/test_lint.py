@@ -13,3 +13,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def test_ruff_is_clean():
     result = subprocess.run(["ruff", "check", "."], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.skipif(shutil.which("lint-imports") is None, reason="import-linter is installed by the [test] extra")
+def test_layer_contracts_hold():
+    """The layering of ../shared/STYLE.md, as import-linter contracts in pyproject.toml."""
+    result = subprocess.run(["lint-imports"], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -189,21 +189,11 @@ def collect_results(stream: DataStream, job_name: str | None, limit: int | None)
     sink_parallelism = graph.nodes[sink.id].parallelism
 
     from strom.datastream import stream_execution_environment as see
+    from strom.datastream.executors import load_executor
 
-    executor = see._context_executor
+    executor = see._context_executor if see._context_executor is not None else load_executor()
     cancel = None
-    if executor is None:
-        from strom.runtime.local_executor import LocalJob
-
-        job = LocalJob(graph)
-        job.start()
-        cancel = job.cancel
-
-        def execute(_graph: Any) -> Any:
-            return job.wait()
-
-        executor = execute
-    elif hasattr(executor, "start_job"):
+    if hasattr(executor, "start_job"):
         handle = executor.start_job(graph)
         cancel = handle.cancel
 

@@ -261,14 +261,17 @@ class StreamExecutionEnvironment:
         graph = self.get_stream_graph(job_name, clear_transformations=True)
         executor = _context_executor
         if executor is None:
-            from strom.runtime.local_executor import execute_locally as executor
+            from strom.datastream.executors import load_executor
+
+            executor = load_executor()
         return executor(graph)
 
     def execute_async(self, job_name: str | None = None) -> Any:
         graph = self.get_stream_graph(job_name, clear_transformations=True)
-        from strom.runtime.local_executor import submit_locally
+        from strom.datastream.executors import load_executor
 
-        return submit_locally(graph)
+        executor = _context_executor if hasattr(_context_executor, "start_job") else load_executor()
+        return executor.start_job(graph)
 
     def close(self) -> None:
         self._transformations = []

@@ -135,6 +135,18 @@ class LocalJobClient:
     def get_job_execution_result(self, timeout: float | None = None) -> JobExecutionResult:
         return self._job.wait(timeout)
 
+    wait = get_job_execution_result
+
+
+class LocalExecutor:
+    """The embedded executor: every subtask a thread of this process."""
+
+    def __call__(self, graph: StreamGraph) -> JobExecutionResult:
+        return execute_locally(graph)
+
+    def start_job(self, graph: StreamGraph) -> LocalJobClient:
+        return submit_locally(graph)
+
 
 def execute_locally(graph: StreamGraph) -> JobExecutionResult:
     job = LocalJob(graph)

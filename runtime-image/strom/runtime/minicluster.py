@@ -25,16 +25,40 @@ class ClusterExecutor:
         self.before_submit = before_submit
 
     def __call__(self, graph: StreamGraph) -> JobExecutionResult:
-        from strom.runtime.local_executor import JobExecutionError
+        handle = self.start_job(graph)
+        try:
+            return handle.wait()
+        except KeyboardInterrupt:
+            handle.cancel()
+            raise
 
+    def start_job(self, graph: StreamGraph) -> ClusterJobClient:
         if self.before_submit is not None:
             self.before_submit(graph)
-        job_id = self.jm.submit_threadsafe(graph)
-        try:
-            job = self.jm.wait_threadsafe(job_id)
-        except KeyboardInterrupt:
-            self.jm.cancel_threadsafe(job_id)
-            raise
+        return ClusterJobClient(self.jm, self.jm.submit_threadsafe(graph))
+
+
+class ClusterJobClient:
+    """PyFlink's JobClient for a job on a (mini-)cluster's JobManager."""
+
+    def __init__(self, jm: Any, job_id: str) -> None:
+        self.jm = jm
+        self.job_id = job_id
+
+    def get_job_id(self) -> str:
+        return self.job_id
+
+    def get_job_status(self) -> str:
+        return self.jm.jobs[self.job_id].state
+
+    def cancel(self) -> None:
+        self.jm.cancel_threadsafe(self.job_id)
+
+    def wait(self, timeout: float | None = None) -> JobExecutionResult:
+        from strom.runtime.local_executor import JobExecutionError
+
+        job_id = self.job_id
+        job = self.jm.wait_threadsafe(job_id, timeout)
         error = job.result_error()
         if error is not None:
             cause = job.root_cause()

@@ -28,11 +28,14 @@ VOID = None  # the namespace of state outside windows
 class StateTable:
     """namespace -> {key -> value}."""
 
-    __slots__ = ("name", "kind", "maps", "cleanup_queue", "cleanup_pos")
+    __slots__ = ("name", "kind", "ttl", "maps", "cleanup_queue", "cleanup_pos")
 
-    def __init__(self, name: str, kind: str) -> None:
+    def __init__(self, name: str, kind: str, ttl: bool = False) -> None:
         self.name = name
         self.kind = kind
+        # whether values are stored TTL-stamped as (value, last_access_ms); a snapshot records it
+        # because a restore under a descriptor with the other setting would misread every value
+        self.ttl = ttl
         self.maps: dict[Any, dict[Any, Any]] = {}
         # TTL incremental cleanup walks a snapshot of the entries, a few per state access
         self.cleanup_queue: list[tuple[Any, Any]] = []

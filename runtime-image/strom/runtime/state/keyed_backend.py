@@ -27,6 +27,10 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _describe(kind: str, ttl: bool) -> str:
+    return f"{kind} (TTL)" if ttl else kind
+
+
 class StateAccessError(RuntimeError):
     """State used where it is not allowed, or redeclared with another kind."""
 
@@ -39,11 +43,13 @@ class HeapKeyedStateBackend:
         key_group_range: KeyGroupRange,
         clock: Callable[[], int] = wall_clock_ms,
         operator_name: str = "",
+        operator_uid: str = "",
     ) -> None:
         self.max_parallelism = max_parallelism
         self.key_group_range = key_group_range
         self.clock = clock
         self.operator_name = operator_name
+        self.operator_uid = operator_uid
         self.current_key: Any = None
         self.tables: dict[str, hs.StateTable] = {}
         self._states: dict[str, Any] = {}
@@ -68,19 +74,27 @@ class HeapKeyedStateBackend:
                     f"{self.tables[descriptor.name].kind} state, not {descriptor.kind}"
                 )
             return existing
-        table = self.tables.get(descriptor.name)
-        if table is None:
-            table = self.tables[descriptor.name] = hs.StateTable(descriptor.name, descriptor.kind)
-        state = self._create(descriptor, table)
+        state = self._create(descriptor, self._table_for(descriptor))
         self._states[descriptor.name] = state
         return state
 
     def create_namespaced_state(self, descriptor: StateDescriptor) -> Any:
         """A separate state object over the same table, for use with its own namespace."""
+        return self._create(descriptor, self._table_for(descriptor))
+
+    def _table_for(self, descriptor: StateDescriptor) -> hs.StateTable:
+        """The descriptor's table; a table restored from a snapshot must match its kind and TTL flag."""
+        ttl = descriptor.ttl_config is not None and descriptor.ttl_config.is_enabled()
         table = self.tables.get(descriptor.name)
         if table is None:
-            table = self.tables[descriptor.name] = hs.StateTable(descriptor.name, descriptor.kind)
-        return self._create(descriptor, table)
+            table = self.tables[descriptor.name] = hs.StateTable(descriptor.name, descriptor.kind, ttl)
+        elif table.kind != descriptor.kind or table.ttl != ttl:
+            raise StateAccessError(
+                f"operator uid {self.operator_uid!r} ({self.operator_name!r}): state {descriptor.name!r} holds "
+                f"{_describe(table.kind, table.ttl)} state but is declared as {_describe(descriptor.kind, ttl)} "
+                "state; a state's kind and TTL setting cannot change for the same name (use a new state name)"
+            )
+        return table
 
     def _create(self, d: StateDescriptor, table: hs.StateTable) -> Any:
         ttl = d.ttl_config if d.ttl_config is not None and d.ttl_config.is_enabled() else None

@@ -119,6 +119,11 @@ class DefaultOperatorStateStore(OperatorStateStore):
         self._restored = restored or {}
 
     @property
+    def restored(self) -> dict[str, tuple[str, Any]]:
+        """The state this store was restored with (name -> (mode, values)), registered since or not."""
+        return self._restored
+
+    @property
     def is_restored(self) -> bool:
         return bool(self._restored)
 

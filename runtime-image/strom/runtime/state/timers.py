@@ -106,6 +106,12 @@ class InternalTimerService:
     def num_processing_time_timers(self) -> int:
         return len(self._proc_set)
 
+    def timer_entries(self) -> tuple[list[tuple[int, Any, Any]], list[tuple[int, Any, Any]]]:
+        """Copies of the live (event-time, processing-time) timers as (timestamp, key, namespace).
+
+        Unsorted, so that a checkpoint's synchronous phase copies them in O(n)."""
+        return list(self._event_set), list(self._proc_set)
+
     def event_timers(self) -> list[tuple[int, Any, Any]]:
         return sorted(self._event_set, key=lambda e: e[0])
 
