@@ -403,3 +403,25 @@ def test_taskmanager_registers_again_with_a_restarted_jobmanager():
             second.stdout.close()
     finally:
         first.close()
+
+
+def test_collect_and_execute_async_work_on_the_mini_cluster(tmp_path):
+    job = tmp_path / "collect.py"
+    job.write_text(
+        textwrap.dedent("""
+        from strom.datastream import StreamExecutionEnvironment
+        from strom.testing import collect
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism(2)
+        print("COLLECTED", sorted(collect(env.from_collection(list(range(10))).map(lambda v: v * 2))))
+        env.from_collection([1, 2]).map(lambda v: v).print()
+        client = env.execute_async("async")
+        print("ASYNC", client.get_job_execution_result(60).get_job_id() == client.get_job_id())
+    """)
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "strom.cli", "run", str(job)], capture_output=True, text=True, env=_env(), timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "COLLECTED [0, 2, 4, 6, 8, 10, 12, 14, 16, 18]" in proc.stdout
+    assert "ASYNC True" in proc.stdout

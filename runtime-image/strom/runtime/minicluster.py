@@ -67,6 +67,8 @@ class ClusterJobClient:
             )
         return JobExecutionResult(job_id, int((job.end_time - job.start_time) * 1000))
 
+    get_job_execution_result = wait
+
 
 class MiniCluster:
     def __init__(self, config: Any, *, taskmanagers: int | None = None, log_level: str = "WARNING") -> None:
