@@ -49,6 +49,9 @@ class Source(ABC):
     """A parallel source: splits are divided among subtasks."""
 
     name: str = "Source"
+    # True when the reader itself shapes records by the declared type info (else the source
+    # operator converts, e.g. tuples to Rows)
+    converts_types: bool = False
 
     @abstractmethod
     def get_boundedness(self) -> Boundedness:

@@ -9,6 +9,7 @@ from strom.connectors.base import Boundedness, IteratorReader, Source, SourceRea
 
 class CollectionSource(Source):
     name = "Collection Source"
+    converts_types = True  # the reader already shapes values by type_info (Row, tuple)
 
     def __init__(self, collection: list[Any], type_info: Any = None) -> None:
         self.collection = list(collection)

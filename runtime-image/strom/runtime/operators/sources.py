@@ -42,7 +42,7 @@ class SourceOperator(StreamOperator):
             return None
         if not batch:
             return False
-        if self._convert is not None and type(self.params["source"]).__name__ != "CollectionSource":
+        if self._convert is not None and not getattr(self.params["source"], "converts_types", False):
             conv = self._convert
             batch = [conv(v) for v in batch]
         self.records_out += len(batch)
