@@ -52,3 +52,52 @@ def parse_checkpoint_dir(name: str) -> int | None:
     """The checkpoint id of a `chk-<n>` directory name (last path component), else None."""
     m = _CHECKPOINT_DIR_RE.match(name.rstrip("/").rsplit("/", 1)[-1])
     return int(m.group(1)) if m else None
+
+
+def normalize_path(path: str) -> str:
+    """A valid object path: relative, '/'-separated, no empty, '.' or '..' components.
+
+    Strict because a path like '../x' or '/x' would let a caller reach outside the storage root.
+    """
+    if not isinstance(path, str) or not path:
+        raise ValueError(f"invalid object path {path!r}: expected a non-empty relative path such as 'job/chk-1/x'")
+    parts = path.split("/")
+    if path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(
+            f"invalid object path {path!r}: expected a relative path without '.', '..', '//' or a leading '/'"
+        )
+    return path
+
+
+def normalize_prefix(prefix: str) -> str:
+    """A directory prefix ending in '/', or '' for the whole root.
+
+    A prefix always names a directory, so `list('job/chk-1')` never matches 'job/chk-10/...'.
+    """
+    stripped = prefix.strip("/") if isinstance(prefix, str) else prefix
+    if stripped == "":
+        return ""
+    return normalize_path(stripped) + "/"
+
+
+def resolve_relative(directory: str, relative: str) -> str:
+    """The root-relative path of `relative`, a path written relative to `directory`.
+
+    '..' may step out of the directory (a checkpoint references `../shared/<file>`) but never out
+    of the storage root.
+    """
+    if not relative or relative.startswith("/") or "\\" in relative or "://" in relative:
+        raise ValueError(f"invalid relative state path {relative!r} in {directory!r}: expected e.g. 'op/kg-0-63'")
+    parts: list[str] = [p for p in directory.strip("/").split("/") if p]
+    for part in relative.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                raise ValueError(f"relative state path {relative!r} in {directory!r} leaves the storage root")
+            parts.pop()
+        else:
+            parts.append(part)
+    if not parts:
+        raise ValueError(f"invalid relative state path {relative!r} in {directory!r}: it names the directory")
+    return "/".join(parts)
