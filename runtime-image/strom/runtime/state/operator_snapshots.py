@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import cloudpickle
 
+from strom.datastream.functions import CheckpointedFunction
 from strom.runtime.state.operator_state import BROADCAST, DefaultOperatorStateStore, redistribute
 from strom.runtime.state.snapshots import (
     AnyKeyedSnapshot,
@@ -57,6 +58,20 @@ class NoExtraState:
                 f"{type(self).__name__}: the snapshot holds operator-specific state {names} that this operator "
                 "does not restore"
             )
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSnapshotContext:
+    """What a CheckpointedFunction's snapshot_state(context) is told (PyFlink's FunctionSnapshotContext)."""
+
+    checkpoint_id: int
+    checkpoint_timestamp: int
+
+    def get_checkpoint_id(self) -> int:
+        return self.checkpoint_id
+
+    def get_checkpoint_timestamp(self) -> int:
+        return self.checkpoint_timestamp
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +119,15 @@ def restore_operator_state(
 
 
 # -- whole operators ---------------------------------------------------------------------------
-def snapshot_operator(op: Any) -> OperatorSnapshot:
-    """Synchronous phase for one operator subtask (a StreamOperator after setup)."""
+def snapshot_operator(op: Any, *, checkpoint_id: int = 0, checkpoint_timestamp: int = 0) -> OperatorSnapshot:
+    """Synchronous phase for one operator subtask (a StreamOperator after setup).
+
+    A CheckpointedFunction first writes its operator state (`snapshot_state(context)`), then
+    everything is copied."""
     ctx = op.ctx
+    fn = op.function
+    if isinstance(fn, CheckpointedFunction):
+        fn.snapshot_state(FunctionSnapshotContext(checkpoint_id, checkpoint_timestamp))
     keyed = None
     if op.backend is not None:
         keyed = snapshot_keyed(op.backend, op.timer_service, operator_uid=ctx.operator_uid)
