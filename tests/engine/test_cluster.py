@@ -425,3 +425,29 @@ def test_collect_and_execute_async_work_on_the_mini_cluster(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "COLLECTED [0, 2, 4, 6, 8, 10, 12, 14, 16, 18]" in proc.stdout
     assert "ASYNC True" in proc.stdout
+
+
+def test_killed_slot_process_fails_the_job_over_and_its_taskmanager_stays(tmp_path):
+    import signal
+    import time
+
+    cluster = SessionCluster(taskmanagers=1, slots=2)
+    try:
+        job_id = submit(cluster, keyed_job(tmp_path, parallelism=2, count=6000, rate=2000, restart=True))
+        cluster.wait_for_state(job_id, ("RUNNING",))
+        wait_until(lambda: cluster.get(f"/jobs/{job_id}/metrics?get=uptime"), what="job running")
+        tm_pid = cluster.tms[0].pid
+        children = [int(p) for p in open(f"/proc/{tm_pid}/task/{tm_pid}/children").read().split()]
+        slot_pids = [p for p in children if "spawn_main" in open(f"/proc/{p}/cmdline").read()]
+        assert slot_pids, children
+        time.sleep(0.3)  # let the job make some progress before the kill (not a wait for a condition)
+        os.kill(slot_pids[0], signal.SIGKILL)
+        assert cluster.wait_for_state(job_id, ("FINISHED", "FAILED"), timeout=90) == "FINISHED"
+        entries = cluster.get(f"/jobs/{job_id}/exceptions")["exceptionHistory"]["entries"]
+        assert any("exited with code" in e["stacktrace"] or "connection" in e["stacktrace"].lower() for e in entries), (
+            entries
+        )
+        assert cluster.get("/overview")["taskmanagers"] == 1
+        assert final_sums(tmp_path / "out") == reference(6000)
+    finally:
+        cluster.close()

@@ -92,6 +92,14 @@ class MetricsReport:
 
 
 @dataclass(frozen=True, slots=True)
+class SlotsChanged:
+    """A slot process was restarted: its data port changed."""
+
+    tm_id: str
+    slots: list[tuple[int, int]]
+
+
+@dataclass(frozen=True, slots=True)
 class Shutdown:
     reason: str = ""
 

@@ -23,6 +23,7 @@ from strom.runtime.rpc import (
     MetricsReport,
     RegisterTaskManager,
     RegistrationAccepted,
+    SlotsChanged,
     TaskStateUpdate,
     encode_message,
     read_message,
@@ -132,6 +133,9 @@ class JobManager:
                 msg = await read_message(reader)
                 if isinstance(msg, Heartbeat):
                     self.rm.heartbeat(msg.tm_id)
+                elif isinstance(msg, SlotsChanged):
+                    record.slots = dict(msg.slots)
+                    self.notify_slots_changed()
                 elif isinstance(msg, MetricsReport):
                     self.rm.heartbeat(msg.source)
                     tm = self.rm.taskmanagers.get(msg.source)

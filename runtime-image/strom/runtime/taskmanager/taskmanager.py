@@ -30,6 +30,7 @@ from strom.runtime.rpc import (
     RegisterTaskManager,
     RegistrationAccepted,
     Shutdown,
+    SlotsChanged,
     TaskStateUpdate,
     WorkerReady,
 )
@@ -40,6 +41,7 @@ log = logging.getLogger("strom.runtime.taskmanager")
 
 class Slot:
     def __init__(self, index: int) -> None:
+        self.ready = threading.Event()
         self.index = index
         self.process: Any = None
         self.conn: Any = None
@@ -112,7 +114,8 @@ class TaskManager:
     def start_slot(self, slot: Slot) -> None:
         parent, child = self._mp.Pipe()
         data_port = self.config.get(opts.DATA_PORT)
-        port = data_port + slot.index if data_port else 0
+        # a restarted slot asks for its old port, so the JobManager's view of it stays right
+        port = slot.data_port or (data_port + slot.index if data_port else 0)
         proc = self._mp.Process(
             target=worker_main,
             args=(child, slot.index, self.host, port, self.log_level, self.tm_id),
@@ -125,6 +128,7 @@ class TaskManager:
         if not isinstance(ready, WorkerReady):
             raise RuntimeError(f"slot {slot.index} did not start: {ready!r}")
         slot.process, slot.conn, slot.data_port = proc, parent, ready.data_port
+        slot.ready.set()
         log.info("slot %d runs in process %d, data port %d", slot.index, proc.pid, slot.data_port)
         threading.Thread(target=self._read_slot, args=(slot, parent, proc), daemon=True).start()
 
@@ -145,6 +149,7 @@ class TaskManager:
         if self._stopped.is_set():
             return
         # the slot process died: its tasks failed; start a fresh process for the slot
+        slot.ready.clear()
         proc.join(1)
         reason = f"slot {slot.index} process {proc.pid} exited with code {proc.exitcode}"
         log.error("%s", reason)
@@ -156,7 +161,7 @@ class TaskManager:
         slot.deployed.clear()
         if not self._stopped.is_set():
             self.start_slot(slot)
-            self._register_again()
+            self._to_jobmanager(SlotsChanged(self.tm_id, [(s.index, s.data_port) for s in self.slots]))
 
     # -- JobManager connection --------------------------------------------------------------------
     def _to_jobmanager(self, message: Any) -> None:
@@ -168,13 +173,6 @@ class TaskManager:
             jm.send(message)
         except OSError:
             pass  # the reader notices the loss and reconnects
-
-    def _register_again(self) -> None:
-        """Re-announce slots (a data port may have changed after a slot restart)."""
-        with self._jm_lock:
-            jm = self._jm
-        if jm is not None:
-            jm.close()  # the serve loop reconnects and registers with the new ports
 
     def _register(self) -> FramedSocket:
         sock = socket.create_connection(self.jobmanager, timeout=10)
@@ -231,9 +229,7 @@ class TaskManager:
                 while True:
                     msg = jm.recv()
                     if isinstance(msg, DeploySlot):
-                        slot = self.slots[msg.slot_index]
-                        slot.deployed[(msg.job_id, msg.attempt)] = msg
-                        slot.conn.send(msg)
+                        self._deploy(msg)
                     elif isinstance(msg, CancelJob):
                         for slot in self.slots:
                             if slot.deployed.pop((msg.job_id, msg.attempt), None) is not None:
@@ -255,6 +251,28 @@ class TaskManager:
                         pass
                 slot.deployed.clear()
         self.stop()
+
+    def _deploy(self, msg: DeploySlot) -> None:
+        slot = self.slots[msg.slot_index]
+        try:
+            if not slot.ready.wait(30):
+                raise OSError(f"slot {slot.index} is not running")
+            slot.deployed[(msg.job_id, msg.attempt)] = msg
+            slot.conn.send(msg)
+        except OSError as e:
+            slot.deployed.pop((msg.job_id, msg.attempt), None)
+            for ref in msg.subtasks:
+                self._to_jobmanager(
+                    TaskStateUpdate(
+                        msg.job_id,
+                        msg.attempt,
+                        ref.vertex_id,
+                        ref.subtask_index,
+                        "FAILED",
+                        f"deployment to slot {slot.index} of {self.tm_id} failed: {e}",
+                        self.tm_id,
+                    )
+                )
 
     def stop(self) -> None:
         self._stopped.set()
