@@ -2,9 +2,10 @@
 
 A checkpoint takes a snapshot in two phases, as Flink's heap backend does:
 - synchronous (`snapshot_keyed`, on the task thread at the barrier): an O(n) copy of every
-  state table and timer, grouped by key group, sharing only immutable values (see
-  `state_copies`), so processing may continue at once;
-- asynchronous (`serialize_keyed`, on any thread): one blob per key group.
+  state table and timer, sharing only immutable values (see `state_copies`), so processing
+  may continue at once;
+- asynchronous (`serialize_keyed`, on any thread): grouping by key group (hashing every key
+  is as costly as the copy, so it stays off the task thread) and one blob per key group.
 
 `restore_keyed` takes the snapshots of ALL old subtasks and keeps the key groups of the
 backend's own range, so state restores at any parallelism (rescaling). The max parallelism
@@ -22,7 +23,7 @@ from typing import Any
 
 import cloudpickle
 
-from strom.common.key_groups import KeyGroupRange
+from strom.common.key_groups import KeyGroupRange, assign_to_key_group
 from strom.runtime.state.heap_states import StateTable
 from strom.runtime.state.keyed_backend import HeapKeyedStateBackend, StateAccessError
 from strom.runtime.state.state_copies import copier_for
@@ -59,13 +60,15 @@ class KeyGroupState:
 
 @dataclass(frozen=True, slots=True)
 class KeyedStateSnapshot:
-    """One subtask's keyed state, in memory. `key_groups` holds the non-empty groups only."""
+    """One subtask's keyed state as the synchronous phase copied it, not yet grouped by key group."""
 
     operator_uid: str
     max_parallelism: int
     key_group_range: KeyGroupRange
     states: tuple[StateMeta, ...]
-    key_groups: dict[int, KeyGroupState]
+    tables: dict[str, dict[Any, dict[Any, Any]]]  # state name -> namespace -> key -> value
+    event_timers: list[Timer]
+    processing_timers: list[Timer]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,44 +92,62 @@ def snapshot_keyed(
     *,
     operator_uid: str | None = None,
 ) -> KeyedStateSnapshot:
-    """Copy the backend's tables and the timer service's timers, grouped by key group."""
-    uid = backend.operator_uid if operator_uid is None else operator_uid
-    rng = backend.key_group_range
-    start, end = rng.start, rng.end
-    key_group = backend.key_groups.key_group
-    groups: dict[int, KeyGroupState] = {}
-
-    def group(g: int, key: Any) -> KeyGroupState:
-        if not start <= g <= end:
-            raise StateAccessError(
-                f"operator uid {uid!r}: key {key!r} of key group {g} is outside this subtask's range {rng}"
-            )
-        state = groups[g] = KeyGroupState({}, [], [])
-        return state
-
+    """Copy the backend's tables and the timer service's timers (the synchronous phase)."""
+    tables: dict[str, dict[Any, dict[Any, Any]]] = {}
     for name, table in backend.tables.items():
         copy_value = copier_for(table.kind)
-        for ns, values in table.maps.items():
-            for key, value in values.items():
-                g = key_group(key)
-                kg_state = groups.get(g) or group(g, key)
-                entries = kg_state.entries.get(name)
-                if entries is None:
-                    entries = kg_state.entries[name] = []
-                entries.append((key, ns, copy_value(value)))
-
-    if timer_service is not None:
-        event, processing = timer_service.timer_entries()
-        for timers, attr in ((event, "event_timers"), (processing, "processing_timers")):
-            for timer in timers:
-                g = key_group(timer[1])
-                getattr(groups.get(g) or group(g, timer[1]), attr).append(timer)
-
-    states = tuple(StateMeta(t.name, t.kind, t.ttl) for t in backend.tables.values())
-    return KeyedStateSnapshot(uid, backend.max_parallelism, rng, states, groups)
+        tables[name] = {
+            ns: {key: copy_value(value) for key, value in values.items()} for ns, values in table.maps.items() if values
+        }
+    event, processing = timer_service.timer_entries() if timer_service is not None else ([], [])
+    return KeyedStateSnapshot(
+        backend.operator_uid if operator_uid is None else operator_uid,
+        backend.max_parallelism,
+        backend.key_group_range,
+        tuple(StateMeta(t.name, t.kind, t.ttl) for t in backend.tables.values()),
+        tables,
+        event,
+        processing,
+    )
 
 
 # -- asynchronous phase ------------------------------------------------------------------------
+def key_groups_of(snapshot: KeyedStateSnapshot) -> dict[int, KeyGroupState]:
+    """The snapshot's entries and timers by key group (non-empty groups only)."""
+    uid, rng, max_p = snapshot.operator_uid, snapshot.key_group_range, snapshot.max_parallelism
+    start, end = rng.start, rng.end
+    # a private cache: keys repeat across tables and namespaces, and this may run on another thread
+    cache: dict[Any, int] = {}
+    groups: dict[int, KeyGroupState] = {}
+
+    def group_of(key: Any) -> KeyGroupState:
+        g = cache.get(key)
+        if g is None:
+            g = cache[key] = assign_to_key_group(key, max_p)
+        state = groups.get(g)
+        if state is None:
+            if not start <= g <= end:
+                raise StateAccessError(
+                    f"operator uid {uid!r}: key {key!r} of key group {g} is outside this subtask's range {rng}"
+                )
+            state = groups[g] = KeyGroupState({}, [], [])
+        return state
+
+    for name, namespaces in snapshot.tables.items():
+        for ns, values in namespaces.items():
+            for key, value in values.items():
+                entries = group_of(key).entries
+                lst = entries.get(name)
+                if lst is None:
+                    lst = entries[name] = []
+                lst.append((key, ns, value))
+    for timer in snapshot.event_timers:
+        group_of(timer[1]).event_timers.append(timer)
+    for timer in snapshot.processing_timers:
+        group_of(timer[1]).processing_timers.append(timer)
+    return groups
+
+
 def serialize_key_groups(snapshot: KeyedStateSnapshot) -> dict[int, bytes]:
     """One blob per non-empty key group. Safe on another thread: the snapshot is a private copy."""
     # cloudpickle, because values may be instances of classes defined in the user's job script
@@ -134,7 +155,7 @@ def serialize_key_groups(snapshot: KeyedStateSnapshot) -> dict[int, bytes]:
         g: cloudpickle.dumps(
             (KEY_GROUP_FORMAT, s.entries, s.event_timers, s.processing_timers), protocol=pickle.HIGHEST_PROTOCOL
         )
-        for g, s in snapshot.key_groups.items()
+        for g, s in key_groups_of(snapshot).items()
     }
 
 
@@ -188,7 +209,8 @@ def restore_keyed(
     try:
         for snap in snapshots:
             serialized = isinstance(snap, SerializedKeyedState)
-            for g, part in snap.key_groups.items():
+            parts = snap.key_groups if isinstance(snap, SerializedKeyedState) else key_groups_of(snap)
+            for g, part in parts.items():
                 if g not in rng:
                     continue
                 if g not in snap.key_group_range:
