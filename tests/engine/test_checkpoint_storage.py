@@ -12,7 +12,6 @@ import traceback
 from pathlib import Path
 
 import pytest
-
 from strom.common.config_options import ConfigError
 from strom.common.configuration import Configuration
 from strom.common.key_groups import KeyGroupRange
@@ -36,6 +35,7 @@ from strom.runtime.checkpoint.retention import (
     subsumed_checkpoints,
 )
 from strom.runtime.checkpoint.storage import CheckpointStorage, checkpoint_storage_for
+
 from tests.engine.s3_server import S3Server, free_ports, s3_server_fixture  # noqa: F401  (registers `s3_server`)
 
 JOB = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
@@ -435,3 +435,15 @@ def test_aws_environment_credentials_apply_when_the_options_are_absent(
 def test_half_configured_credentials_are_a_config_error() -> None:
     with pytest.raises(ConfigError, match="'s3.access-key' is set but 's3.secret-key' is not"):
         checkpoint_storage_for("s3://b/p", {"s3.access-key": "only-this"})
+
+
+def test_an_empty_object_does_not_stall_the_next_request(s3_server: S3Server) -> None:
+    """An empty PUT with `Expect: 100-continue` made SeaweedFS send a late '100 Continue' that the next
+    request on the connection read as its answer, stalling it for the whole read timeout."""
+    config = s3_server.config(**{"s3.connection.timeout": "3 s", "s3.attempts.maximum": 1})
+    storage = checkpoint_storage_for(f"s3://{s3_server.bucket}/empty-{secrets.token_hex(4)}", config)
+    storage.write_bytes("j/empty", b"")
+    start = time.monotonic()
+    storage.write_bytes("j/next", b"x")
+    assert storage.read_bytes("j/empty") == b"" and storage.read_bytes("j/next") == b"x"
+    assert time.monotonic() - start < 2

@@ -21,6 +21,7 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 from botocore.exceptions import ConnectionError as S3ConnectionError
+from botocore.utils import determine_content_length
 
 from strom.common.config_options import ConfigError
 from strom.runtime.checkpoint import options
@@ -105,6 +106,8 @@ class S3CheckpointStorage:
                 signature_version="s3v4",
             ),
         )
+        # after botocore's own handler of the same event, which adds the header
+        self._client.meta.events.register_last("before-call.s3", _no_expect_header_for_empty_body)
 
     def __repr__(self) -> str:
         return f"S3CheckpointStorage({self.root_uri!r}, endpoint={self.endpoint!r})"
@@ -223,6 +226,14 @@ class S3CheckpointStorage:
                 "and that the store is running"
             )
         return StorageAccessError(f"cannot {action} {where} at {at}: {type(exc).__name__}: {exc}")
+
+
+def _no_expect_header_for_empty_body(params: dict[str, Any], **_: Any) -> None:
+    """Drop `Expect: 100-continue` from requests without a body. Go servers (SeaweedFS) answer such a
+    request and then send a late '100 Continue', which the next request on the kept-alive connection
+    reads as its response: it stalls for the whole read timeout. An empty state file is legitimate."""
+    if "Expect" in params.get("headers", {}) and determine_content_length(params.get("body")) == 0:
+        del params["headers"]["Expect"]
 
 
 def _code(exc: ClientError) -> str:
