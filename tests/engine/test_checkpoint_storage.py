@@ -229,6 +229,7 @@ def test_a_moved_savepoint_directory_still_restores(
     assert storage.list("savepoints") == []
     restored = read_metadata(moved_uri, config=config)
     assert restored == _metadata(3, savepoint=True)
+    assert read_metadata(moved_uri + "/_metadata", config=config) == restored
     moved = checkpoint_storage_for(moved_uri, config)
     assert {f: moved.read_bytes(f) for f in restored.files()} == {
         f: f"state of {f} in 3".encode() for f in restored.files()

@@ -19,7 +19,7 @@ from typing import Any
 
 from strom.common.key_groups import KeyGroupRange
 from strom.runtime.checkpoint.errors import CheckpointMetadataError, StorageObjectNotFoundError
-from strom.runtime.checkpoint.layout import metadata_path, resolve_relative
+from strom.runtime.checkpoint.layout import METADATA_FILE, metadata_path, resolve_relative
 from strom.runtime.checkpoint.storage import CheckpointStorage, checkpoint_storage_for
 
 FORMAT = "strom-checkpoint-metadata"
@@ -129,9 +129,15 @@ def write_metadata(storage: CheckpointStorage, directory: str, metadata: Checkpo
 def read_metadata(
     storage_or_uri: CheckpointStorage | str, directory: str = "", *, config: Any = None
 ) -> CheckpointMetadata:
-    """Read `<directory>/_metadata` from a storage, or from a checkpoint/savepoint URI (`directory` is
-    then relative to it, usually ''). `config` supplies the `s3.*` options for an s3:// URI."""
-    storage = checkpoint_storage_for(storage_or_uri, config) if isinstance(storage_or_uri, str) else storage_or_uri
+    """Read `<directory>/_metadata` from a storage, or from a checkpoint/savepoint URI (or its `_metadata`
+    file's URI; `directory` is then relative to it, usually ''). `config` supplies the `s3.*` options."""
+    if isinstance(storage_or_uri, str):
+        uri = storage_or_uri.rstrip("/")
+        if uri.endswith("/" + METADATA_FILE) and not directory:  # Flink also accepts the _metadata file's path
+            uri = uri[: -len(METADATA_FILE) - 1]
+        storage = checkpoint_storage_for(uri, config)
+    else:
+        storage = storage_or_uri
     path = metadata_path(directory)
     try:
         data = storage.read_bytes(path)
