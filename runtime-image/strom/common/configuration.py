@@ -90,4 +90,11 @@ class Configuration:
         return c
 
     def __repr__(self) -> str:
-        return f"Configuration({self._values!r})"
+        shown = {k: ("******" if _is_secret(k) else v) for k, v in self._values.items()}
+        return f"Configuration({shown!r})"
+
+
+def _is_secret(key: str) -> bool:
+    """Keys whose values never go to logs or error messages (credentials)."""
+    k = key.lower()
+    return any(word in k for word in ("secret", "password", "access-key", "token"))
