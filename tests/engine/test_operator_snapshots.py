@@ -202,6 +202,23 @@ def test_aligned_tumbling_windows_on_the_fast_path_restore_their_panes():
     assert sorted((k, ts // 10, total) for k, ts, total in fired) == sorted((k, w, s) for (k, w), s in sums.items())
 
 
+def test_a_fired_window_waiting_out_its_lateness_does_not_fire_again_after_restore():
+    """Tumbling 10 ms, allowed lateness 100 ms: at watermark 15 window [0, 10) has fired and only
+    waits for its cleanup. After a restore the max watermark must not fire it a second time."""
+    records = [("a", 1, 1), ("a", 3, 2)]
+    stream = keyed(records).window(TumblingEventTimeWindows.of(10)).allowed_lateness(100).reduce(
+        lambda a, b: (a[0], a[1], a[2] + b[2])
+    )
+    first = Job(stream, WindowOperator, 1)
+    assert first.ops[0].fast is not None
+    first.send(records)
+    first.watermark(15)
+    assert [r[2] for r in first.out.records] == [3]
+    second = Job(stream, WindowOperator, 1, snapshots=first.snapshot())
+    second.watermark(MAX_WATERMARK)
+    assert second.out.records == []
+
+
 # -- operator (non-keyed) state ------------------------------------------------------------------
 def test_operator_state_is_split_unioned_and_broadcast_at_the_new_parallelism():
     stores = [DefaultOperatorStateStore(), DefaultOperatorStateStore()]

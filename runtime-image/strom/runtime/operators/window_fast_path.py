@@ -52,7 +52,7 @@ class AlignedWindowAggregator:
         default = EventTimeTrigger if op.is_event_time else ProcessingTimeTrigger
         return type(op.trigger) is default
 
-    def __init__(self, op: Any) -> None:
+    def __init__(self, op: Any, *, restored_timers: list[tuple[int, int, int]] | None = None) -> None:
         self.op = op
         a = op.assigner
         self.size: int = a.size
@@ -77,11 +77,19 @@ class AlignedWindowAggregator:
         # event time: (time, 0 = fire | 1 = clean up, window start)
         self.timers: list[tuple[int, int, int]] = []
         for window, m in list(self.table.maps.items()):
-            # restored panes: their windows fire and clean up like freshly opened ones
             if isinstance(window, TimeWindow) and m:
                 self.maps[window.start] = m
                 self.windows[window.start] = window
-                self._schedule(window)
+                if restored_timers is None or not self.event_time:
+                    # panes without saved timers fire and clean up like freshly opened ones
+                    # (processing-time windows fire at their end, overdue ones at once, as in Flink)
+                    self._schedule(window)
+        if restored_timers is not None and self.event_time:
+            # only what was still pending at the snapshot: a window that already fired and waits
+            # out its allowed lateness keeps just its cleanup timer, so it does not fire twice
+            for entry in restored_timers:
+                if entry[2] in self.maps:
+                    heapq.heappush(self.timers, entry)
 
     # -- windows ----------------------------------------------------------------------------------
     def _open(self, start: int) -> dict[Any, Any]:

@@ -97,7 +97,20 @@ class WindowOperator(StreamOperator):
             if self.merging
             else None
         )
-        self.fast = AlignedWindowAggregator(self) if AlignedWindowAggregator.applies(self) else None
+        self.fast = (
+            AlignedWindowAggregator(self, restored_timers=getattr(self, "_restored_fast_timers", None))
+            if AlignedWindowAggregator.applies(self)
+            else None
+        )
+
+    # -- snapshots: the fast path keeps its per-window timers outside the timer service ----------------
+    def snapshot_state(self) -> dict[str, Any]:
+        return {"fast_timers": list(self.fast.timers)} if self.fast is not None else {}
+
+    def restore_state(self, parts: list[dict[str, Any]]) -> None:
+        """Before open(): the fast path's pending timers of every old subtask (repeats removed)."""
+        timers = {t for part in parts for t in part.get("fast_timers", ())}
+        self._restored_fast_timers = sorted(timers) if any("fast_timers" in p for p in parts) else None
 
     def _contents_descriptor(self) -> StateDescriptor:
         p = self.params
