@@ -4,7 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from strom.connectors.base import Boundedness, IteratorReader, Source, SourceReader, SourceReaderContext
+from strom.connectors.base import Boundedness, Source, SourceReader, SourceReaderContext
+
+
+class CollectionReader(SourceReader):
+    """Slices of a list; its position (the next index) is what a checkpoint keeps."""
+
+    def __init__(self, values: list[Any]) -> None:
+        self._values = values
+        self._next = 0
+
+    def poll(self, max_records: int) -> list[Any] | None:
+        start = self._next
+        if start >= len(self._values):
+            return None
+        batch = self._values[start : start + max_records]
+        self._next = start + len(batch)
+        return batch
+
+    def snapshot_position(self) -> int:
+        return self._next
+
+    def restore_position(self, position: int) -> None:
+        self._next = int(position)
 
 
 class CollectionSource(Source):
@@ -26,4 +48,4 @@ class CollectionSource(Source):
         values = self.collection
         if self.type_info is not None and self.type_info.needs_conversion:
             values = [self.type_info.convert(v) for v in values]
-        return IteratorReader(values)
+        return CollectionReader(values)

@@ -9,10 +9,9 @@ a token bucket that waits on an event, never by spinning.
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from strom.connectors.base import Boundedness, Source, SourceReader, SourceReaderContext
@@ -47,23 +46,36 @@ class TokenBucket:
 
 
 class DataGeneratorReader(SourceReader):
+    """Generates the indexes next, next + step, ... below `end` (None: forever). The next index is
+    the reader's whole position, so a checkpoint keeps it and a restored reader resumes exactly."""
+
     def __init__(
         self,
         generator: Callable[[int], Any],
-        indexes: Iterator[int],
-        remaining: int | None,
+        *,
+        start: int,
+        step: int,
+        end: int | None,
         bucket: TokenBucket | None,
         on_close: Callable[[], None] | None = None,
     ) -> None:
         self._generate = generator
-        self._indexes = indexes
-        self._remaining = remaining  # None: unbounded
+        self._next = start
+        self._step = step
+        self._end = end  # exclusive; None: unbounded
         self._bucket = bucket
         self._on_close = on_close
         self._cancelled = threading.Event()
 
+    @property
+    def _remaining(self) -> int | None:
+        if self._end is None:
+            return None
+        return max(0, -(-(self._end - self._next) // self._step))
+
     def poll(self, max_records: int) -> list[Any] | None:
-        n = max_records if self._remaining is None else min(max_records, self._remaining)
+        remaining = self._remaining
+        n = max_records if remaining is None else min(max_records, remaining)
         if n <= 0:
             return None
         if self._bucket is not None:
@@ -73,10 +85,16 @@ class DataGeneratorReader(SourceReader):
                 n = self._bucket.take(1)
                 if n == 0:
                     return []
-        if self._remaining is not None:
-            self._remaining -= n
+        start, step = self._next, self._step
+        self._next = start + n * step
         gen = self._generate
-        return [gen(i) for i in itertools.islice(self._indexes, n)]
+        return [gen(i) for i in range(start, self._next, step)]
+
+    def snapshot_position(self) -> int:
+        return self._next
+
+    def restore_position(self, position: int) -> None:
+        self._next = int(position)
 
     def pending_records(self) -> int | None:
         """Records this reader has yet to generate; None when unbounded (no backlog to speak of)."""
@@ -133,6 +151,6 @@ class DataGeneratorSource(Source):
         on_close = close_fn if callable(close_fn) and generate is not fn else None
         bucket = TokenBucket(self.rate_limit / p) if self.rate_limit is not None else None
         if self.count is None:
-            return DataGeneratorReader(generate, itertools.count(i, p), None, bucket, on_close)
+            return DataGeneratorReader(generate, start=i, step=p, end=None, bucket=bucket, on_close=on_close)
         lo, hi = self.count * i // p, self.count * (i + 1) // p
-        return DataGeneratorReader(generate, iter(range(lo, hi)), hi - lo, bucket, on_close)
+        return DataGeneratorReader(generate, start=lo, step=1, end=hi, bucket=bucket, on_close=on_close)

@@ -18,6 +18,13 @@ class NumberSequenceReader(SourceReader):
         self._next = stop
         return batch
 
+    def snapshot_position(self) -> int:
+        """The next number to emit: all a restored reader needs to resume exactly."""
+        return self._next
+
+    def restore_position(self, position: int) -> None:
+        self._next = int(position)
+
     def pending_records(self) -> int:
         """Numbers this reader has yet to emit (the source's backlog, Flink's pendingRecords)."""
         return max(0, self._end + 1 - self._next)

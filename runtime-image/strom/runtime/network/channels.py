@@ -5,6 +5,10 @@ consumer subtask, in order. Its capacity is the number of credits: buffers the
 consumer has room for. A producer that finds no credit blocks until the consumer takes
 a buffer; that is back pressure, and the time spent blocked is measured. A TCP channel
 (remote producer) plugs into the same `InputGate` through the same `put` interface.
+
+For checkpoint barrier alignment the consumer can block channels: a blocked channel's items
+stay in its bounded queue (its producer runs out of credit and waits), nothing is buffered
+elsewhere, until `unblock_all`.
 """
 
 from __future__ import annotations
@@ -71,14 +75,25 @@ class InputGate:
         self.pending = 0
         self.cancelled = False
         self._next = 0
+        self.blocked: set[int] = set()  # indexes of channels not polled (barrier alignment)
 
     def add_channel(self, input_index: int, capacity: int) -> LocalChannel:
         ch = LocalChannel(self, len(self.channels), input_index, capacity)
         self.channels.append(ch)
         return ch
 
+    def block_channel(self, channel: LocalChannel) -> None:
+        """Stop taking items from `channel` until `unblock_all` (consumer thread only)."""
+        self.blocked.add(channel.index)
+
+    def unblock_all(self) -> None:
+        self.blocked.clear()
+
+    # hot path: called per buffer received
     def poll(self, timeout: float | None) -> tuple[LocalChannel, Any] | None:
         """The next item from any channel (round robin), waiting up to `timeout` seconds."""
+        if self.blocked:
+            return self._poll_unblocked(timeout)
         cond = self.cond
         with cond:
             if self.pending == 0:
@@ -106,6 +121,31 @@ class InputGate:
                 return None
         if ch.on_consumed is not None:
             ch.on_consumed()  # outside the lock: it may write to a socket
+        return ch, item
+
+    def _poll_unblocked(self, timeout: float | None) -> tuple[LocalChannel, Any] | None:
+        """`poll` while some channels are blocked: `pending` also counts their held items, so
+        look at the unblocked channels and wait (once) when none has an item."""
+        cond = self.cond
+        blocked = self.blocked
+        with cond:
+            for attempt in (0, 1):
+                if self.cancelled:
+                    raise TaskCancelledError()
+                for ch in self.channels:
+                    if ch.queue and ch.index not in blocked:
+                        item = ch.queue.popleft()
+                        self.pending -= 1
+                        cond.notify_all()
+                        break
+                else:
+                    if attempt == 0 and (timeout is None or timeout > 0):
+                        cond.wait(timeout)
+                        continue
+                    return None
+                break
+        if ch.on_consumed is not None:
+            ch.on_consumed()
         return ch, item
 
     def cancel(self) -> None:

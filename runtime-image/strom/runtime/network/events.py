@@ -26,6 +26,14 @@ class EndOfPartition:
     pass
 
 
+@dataclass(frozen=True, slots=True)
+class CheckpointBarrier:
+    """Separates the records before checkpoint `checkpoint_id` from those after it (in-band, in order)."""
+
+    checkpoint_id: int
+    timestamp: int  # when the coordinator triggered the checkpoint, epoch milliseconds
+
+
 END_OF_PARTITION = EndOfPartition()
 IDLE = StreamStatusEvent(True)
 ACTIVE = StreamStatusEvent(False)

@@ -25,6 +25,7 @@ from strom.runtime.network.events import (
     ACTIVE,
     END_OF_PARTITION,
     IDLE,
+    CheckpointBarrier,
     EndOfPartition,
     StreamStatusEvent,
     WatermarkEvent,
@@ -140,9 +141,10 @@ def deserialize_item(data: bytes | memoryview) -> Any:
 
 
 # -- built-in events ---------------------------------------------------------------------------------
-WATERMARK_TAG, STREAM_STATUS_TAG, END_OF_PARTITION_TAG = 0x01, 0x02, 0x03
+WATERMARK_TAG, STREAM_STATUS_TAG, END_OF_PARTITION_TAG, CHECKPOINT_BARRIER_TAG = 0x01, 0x02, 0x03, 0x04
 
 _WATERMARK = struct.Struct("!Bq")
+_BARRIER = struct.Struct("!Bqq")
 _END_OF_PARTITION_BYTES = bytes([END_OF_PARTITION_TAG])
 _IDLE_BYTES = bytes([STREAM_STATUS_TAG, 1])
 _ACTIVE_BYTES = bytes([STREAM_STATUS_TAG, 0])
@@ -159,6 +161,15 @@ def _decode_watermark(data: bytes | memoryview) -> WatermarkEvent:
     return WatermarkEvent(_WATERMARK.unpack_from(data)[1])
 
 
+def _encode_barrier(event: CheckpointBarrier) -> bytes:
+    return _BARRIER.pack(CHECKPOINT_BARRIER_TAG, event.checkpoint_id, event.timestamp)
+
+
+def _decode_barrier(data: bytes | memoryview) -> CheckpointBarrier:
+    _tag, checkpoint_id, timestamp = _BARRIER.unpack_from(data)
+    return CheckpointBarrier(checkpoint_id, timestamp)
+
+
 def _decode_stream_status(data: bytes | memoryview) -> StreamStatusEvent:
     return IDLE if data[1] else ACTIVE
 
@@ -173,3 +184,4 @@ register_event_type(
 register_event_type(
     EndOfPartition, END_OF_PARTITION_TAG, lambda _e: _END_OF_PARTITION_BYTES, lambda _d: END_OF_PARTITION
 )
+register_event_type(CheckpointBarrier, CHECKPOINT_BARRIER_TAG, _encode_barrier, _decode_barrier)

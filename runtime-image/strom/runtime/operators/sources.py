@@ -1,4 +1,9 @@
-"""The source operator: pulls batches from a SourceReader and applies the watermark strategy."""
+"""The source operator: pulls batches from a SourceReader and applies the watermark strategy.
+
+A reader with `snapshot_position()` / `restore_position(p)` keeps its position in checkpoints
+(through the operator's extra-state hooks), so a restored source resumes where the checkpoint
+was taken. Positions are per subtask: restoring one at another parallelism is refused.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,40 @@ from strom.common import config_options as opts
 from strom.connectors.base import SourceReaderContext
 from strom.runtime.operators.base import StreamOperator
 from strom.runtime.operators.watermarks import WatermarkEmitter
+from strom.runtime.state.snapshots import StateRestoreError
+
+_POSITION = "reader_position"
 
 
 class SourceOperator(StreamOperator):
+    _restored_position: Any = None
+    reader: Any = None
+
+    # -- snapshots: the reader's position -----------------------------------------------------------
+    def snapshot_state(self) -> dict[str, Any]:
+        snapshot = getattr(self.reader, "snapshot_position", None)
+        if snapshot is None:
+            return {}  # a reader without a position starts over after a restore (replays its input)
+        ctx = self.ctx
+        assert ctx is not None
+        return {_POSITION: (ctx.subtask_index, ctx.parallelism, snapshot())}
+
+    def restore_state(self, parts: list[dict[str, Any]]) -> None:
+        """Before open(): keep this subtask's reader position for the reader open() creates."""
+        ctx = self.ctx
+        assert ctx is not None
+        for part in parts:
+            if _POSITION not in part:
+                continue
+            subtask, parallelism, position = part[_POSITION]
+            if parallelism != ctx.parallelism:
+                raise StateRestoreError(
+                    f"operator uid {ctx.operator_uid!r}: source positions were taken at parallelism {parallelism} "
+                    f"and cannot be restored at parallelism {ctx.parallelism}; keep the source's parallelism"
+                )
+            if subtask == ctx.subtask_index:
+                self._restored_position = position
+
     def open(self) -> None:
         super().open()
         ctx = self.ctx
@@ -24,6 +60,14 @@ class SourceOperator(StreamOperator):
                 runtime_context=self.runtime_context(),
             )
         )
+        if self._restored_position is not None:
+            restore = getattr(self.reader, "restore_position", None)
+            if restore is None:
+                raise StateRestoreError(
+                    f"operator uid {ctx.operator_uid!r}: the checkpoint has a reader position but "
+                    f"{type(self.reader).__name__} cannot restore one"
+                )
+            restore(self._restored_position)
         # Readers of timestamped records (SourceFunction's collect_with_timestamp) expose them per batch.
         self._timestamped = hasattr(self.reader, "last_timestamps")
         self.batch_size = ctx.config.get(opts.BUFFER_RECORDS) if ctx.config is not None else 1024

@@ -5,6 +5,12 @@ events from their input gate. Between items the loop runs mailbox actions and du
 processing-time timers, and flushes output buffers when idle or when the buffer
 timeout expires. At the end of input: end_input and finish every operator head to
 tail, flush, send end-of-partition downstream, close.
+
+Checkpoints: a source task snapshots when the coordinator's trigger runs in its mailbox;
+other tasks when the barrier aligned on their inputs (`barrier_alignment`). The task
+forwards the barrier, copies its operators' state (the synchronous part) and hands the
+copies to its `CheckpointResponder`, which serializes, uploads and acknowledges off the
+task thread.
 """
 
 from __future__ import annotations
@@ -15,13 +21,17 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from strom.common import config_options as opts
+from strom.common.key_groups import KeyGroupRange
 from strom.common.time import MIN_WATERMARK
+from strom.datastream.functions import CheckpointListener
 from strom.runtime.network.channels import InputGate, TaskCancelledError
-from strom.runtime.network.events import EndOfPartition, StreamStatusEvent, WatermarkEvent
+from strom.runtime.network.events import CheckpointBarrier, EndOfPartition, StreamStatusEvent, WatermarkEvent
 from strom.runtime.network.tcp_protocol import ChannelFailure
+from strom.runtime.state.operator_snapshots import OperatorSnapshot, snapshot_operator
+from strom.runtime.tasks.barrier_alignment import BarrierAligner
 from strom.runtime.tasks.processing_time import ProcessingTimeService
 from strom.runtime.tasks.watermark_valve import StatusWatermarkValve
 
@@ -30,6 +40,15 @@ log = logging.getLogger("strom.runtime.task")
 CREATED, DEPLOYING, RUNNING, FINISHED, CANCELING, CANCELED, FAILED = (
     "CREATED", "DEPLOYING", "RUNNING", "FINISHED", "CANCELING", "CANCELED", "FAILED",
 )
+
+# One operator's synchronous snapshot with what the metadata needs to address it.
+OperatorSnapshotItem = tuple[OperatorSnapshot, int, KeyGroupRange]  # (snapshot, max parallelism, key groups)
+
+
+class CheckpointResponder(Protocol):
+    """Takes a task's synchronous snapshots; writes them and acknowledges off the task thread."""
+
+    def snapshot_taken(self, task_key: Any, checkpoint_id: int, items: list[OperatorSnapshotItem]) -> None: ...
 
 
 class StreamTask:
@@ -71,6 +90,9 @@ class StreamTask:
         self.ended_ns = 0
         self.input_watermarks: dict[int, int] = {}
         self.buffer_timeout_s = (config.get(opts.BUFFER_TIMEOUT) if config is not None else 100) / 1000.0
+        self.checkpoint_responder: CheckpointResponder | None = None
+        self.checkpoint_key: Any = None
+        self.aligner: BarrierAligner | None = None
         self.thread = threading.Thread(target=self.run, name=f"{name} ({subtask_index + 1}/{parallelism})", daemon=True)
 
     @property
@@ -87,6 +109,50 @@ class StreamTask:
         if self.gate is not None:
             with self.gate.cond:
                 self.gate.cond.notify_all()
+
+    def enable_checkpointing(self, responder: CheckpointResponder, key: Any) -> None:
+        """Before start: where snapshots go, and the key this task acknowledges under."""
+        self.checkpoint_responder = responder
+        self.checkpoint_key = key
+
+    # -- checkpoints (all in the task thread, through the mailbox or the input loop) ------------------
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int) -> None:
+        """A source task starts checkpoint `checkpoint_id` (a mailbox action from the coordinator)."""
+        if self.state == RUNNING:
+            self._checkpoint(CheckpointBarrier(checkpoint_id, timestamp))
+
+    def _checkpoint(self, barrier: CheckpointBarrier) -> None:
+        responder = self.checkpoint_responder
+        if responder is None:
+            raise RuntimeError(
+                f"{self.display_name} received checkpoint barrier {barrier.checkpoint_id} but checkpointing "
+                "is not enabled for it"
+            )
+        for w in self.writers:
+            w.broadcast_event(barrier)  # flushes first: the records before the barrier go before it
+        cid, ts = barrier.checkpoint_id, barrier.timestamp
+        items: list[OperatorSnapshotItem] = []
+        for op in self.operators:
+            ctx = op.ctx
+            snapshot = snapshot_operator(op, checkpoint_id=cid, checkpoint_timestamp=ts)
+            items.append((snapshot, ctx.max_parallelism, ctx.key_group_range))
+        responder.snapshot_taken(self.checkpoint_key, cid, items)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Mailbox action: the checkpoint completed; functions implementing CheckpointListener hear it."""
+        for op in self.operators:
+            fn = op.function
+            if isinstance(fn, CheckpointListener):
+                fn.notify_checkpoint_complete(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """Mailbox action: the checkpoint was abandoned; stop aligning it and tell the listeners."""
+        if self.aligner is not None:
+            self.aligner.abort(checkpoint_id)
+        for op in self.operators:
+            fn = op.function
+            if isinstance(fn, CheckpointListener):
+                fn.notify_checkpoint_aborted(checkpoint_id)
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -214,6 +280,8 @@ class StreamTask:
         in_wms = self.input_watermarks
         for inp in by_input:
             in_wms[inp] = MIN_WATERMARK
+        mode = self.config.get(opts.CHECKPOINT_MODE) if self.config is not None else "EXACTLY_ONCE"
+        aligner = self.aligner = BarrierAligner(gate, exactly_once=mode == "EXACTLY_ONCE")
         while open_inputs:
             self._run_mailbox()
             got = poll(0)
@@ -251,8 +319,15 @@ class StreamTask:
                     wm_fns[inp](wm)
                 if status is not None:
                     head.process_status(status)
+            elif type(item) is CheckpointBarrier:
+                due = aligner.on_barrier(ch, item)
+                if due is not None:
+                    self._checkpoint(due)
             elif type(item) is EndOfPartition:
                 ch.finished = True
+                due = aligner.on_channel_finished(ch)
+                if due is not None:
+                    self._checkpoint(due)
                 wm = valves[inp].channel_finished(local_index[ch.index])
                 if wm is not None:
                     in_wms[inp] = wm

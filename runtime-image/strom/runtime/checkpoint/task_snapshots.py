@@ -1,0 +1,122 @@
+"""Task-side checkpoint I/O: writing a task's operator snapshots, and reading them back to restore.
+
+`AsyncSnapshotWriter` takes the synchronous snapshots a task made at a barrier, serializes
+and writes them on a background thread (the task thread goes back to processing at once),
+then acknowledges to the coordinator with `OperatorStateHandle`s: where each operator
+subtask's state went. One file per operator subtask, `<job-id>/chk-<n>/<operator uid>-<subtask>`,
+holding the pickled `SerializedOperatorSnapshot` (keyed state by key group, timers, operator
+state, extra state). `load_operator_snapshots` reads every file of one operator uid back.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from strom.common.key_groups import KeyGroupRange
+from strom.runtime.checkpoint.layout import checkpoint_dir, resolve_relative
+from strom.runtime.checkpoint.metadata import CheckpointMetadata
+from strom.runtime.checkpoint.storage import CheckpointStorage
+from strom.runtime.state.operator_snapshots import SerializedOperatorSnapshot, serialize_operator
+from strom.runtime.state.snapshots import StateRestoreError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorStateHandle:
+    """One operator subtask's state in a checkpoint: `path` is relative to the checkpoint directory."""
+
+    operator_uid: str
+    subtask_index: int
+    parallelism: int
+    max_parallelism: int
+    key_groups: KeyGroupRange | None  # None: the operator has no keyed state
+    path: str
+
+
+def state_file_name(operator_uid: str, subtask_index: int) -> str:
+    # uids are user text ('Source: x#1', 'a/b'): quoting keeps one flat, valid file name
+    return f"{quote(operator_uid, safe='')}-{subtask_index}"
+
+
+Acknowledge = Callable[[int, Any, list[OperatorStateHandle]], None]  # (checkpoint id, task key, handles)
+Decline = Callable[[int, Any, str], None]  # (checkpoint id, task key, reason)
+
+
+class AsyncSnapshotWriter:
+    """The `CheckpointResponder` of in-process tasks: serialize + write on a small thread pool, then ack."""
+
+    def __init__(
+        self,
+        storage: CheckpointStorage,
+        job_id: str,
+        *,
+        acknowledge: Acknowledge,
+        decline: Decline,
+        workers: int = 2,
+    ) -> None:
+        self.storage = storage
+        self.job_id = job_id
+        self._acknowledge = acknowledge
+        self._decline = decline
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="checkpoint-writer")
+
+    def snapshot_taken(self, task_key: Any, checkpoint_id: int, items: list[Any]) -> None:
+        self._pool.submit(self._write, task_key, checkpoint_id, items)
+
+    def _write(self, task_key: Any, checkpoint_id: int, items: list[Any]) -> None:
+        try:
+            directory = checkpoint_dir(self.job_id, checkpoint_id)
+            handles = []
+            for snapshot, max_parallelism, key_groups in items:
+                name = state_file_name(snapshot.operator_uid, snapshot.subtask_index)
+                data = pickle.dumps(serialize_operator(snapshot), protocol=pickle.HIGHEST_PROTOCOL)
+                self.storage.write_bytes(f"{directory}/{name}", data)
+                handles.append(
+                    OperatorStateHandle(
+                        snapshot.operator_uid,
+                        snapshot.subtask_index,
+                        snapshot.parallelism,
+                        max_parallelism,
+                        key_groups if snapshot.keyed is not None else None,
+                        name,
+                    )
+                )
+        except Exception as e:  # noqa: BLE001 - any failure declines this checkpoint, never the job
+            log.warning("task %s could not write its state of checkpoint %d: %s", task_key, checkpoint_id, e)
+            self._decline(checkpoint_id, task_key, f"writing the state failed: {e}")
+            return
+        self._acknowledge(checkpoint_id, task_key, handles)
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def load_operator_snapshots(
+    storage: CheckpointStorage, directory: str, metadata: CheckpointMetadata, operator_uid: str
+) -> list[SerializedOperatorSnapshot]:
+    """The snapshots of every subtask of `operator_uid` in the checkpoint at `directory`."""
+    ref = metadata.operators.get(operator_uid)
+    if ref is None:
+        return []
+    out = []
+    for relative in dict.fromkeys(ref.files()):
+        path = resolve_relative(directory, relative)
+        try:
+            snapshot = pickle.loads(storage.read_bytes(path))
+        except Exception as e:  # a missing, truncated or foreign file fails in many ways; all mean "unusable"
+            raise StateRestoreError(
+                f"operator uid {operator_uid!r}: cannot read its state file {storage.uri_of(path)}: {e}"
+            ) from e
+        if not isinstance(snapshot, SerializedOperatorSnapshot):
+            raise StateRestoreError(
+                f"operator uid {operator_uid!r}: {storage.uri_of(path)} is not an operator snapshot"
+            )
+        out.append(snapshot)
+    return out
