@@ -12,12 +12,13 @@ import argparse
 import tempfile
 import time
 
-from benchmarks.micro import WINDOW_MS, CountingSink, EventSource, key_fn, loop_b, sum_fn, ts_fn
 from strom.common.configuration import Configuration
 from strom.common.time import Time
 from strom.common.watermark_strategy import WatermarkStrategy
 from strom.datastream import StreamExecutionEnvironment
 from strom.datastream.executors import load_executor
+
+from benchmarks.micro import WINDOW_MS, CountingSink, EventSource, key_fn, loop_b, sum_fn, ts_fn
 
 
 def run(n: int, interval_ms: int) -> tuple[float, int, int]:
