@@ -131,6 +131,24 @@ class MiniCluster:
                 while missing > 0:
                     self.start_taskmanager(per_tm)
                     missing -= per_tm
+        self._wait_for_slots(min(required, self.started_slots) if self.fixed_taskmanagers is None else 0)
+
+    def _wait_for_slots(self, slots: int, timeout: float = 60) -> None:
+        """Until the started TaskManagers registered their slots; a TaskManager process that exits
+        first is a clear error instead of a job waiting for slots until slot.request.timeout."""
+        deadline = time.monotonic() + timeout
+        while self.jm.rm.total_slots() < slots:
+            dead = [p for p in self.processes if p.poll() is not None]
+            if dead:
+                raise RuntimeError(
+                    f"a TaskManager process of the local cluster exited with code {dead[0].returncode} "
+                    "before registering (see its output above)"
+                )
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"the local cluster's TaskManagers did not register {slots} slots in {timeout:.0f} s"
+                )
+            time.sleep(0.02)
 
     def executor(self) -> ClusterExecutor:
         return ClusterExecutor(self.jm, before_submit=self.ensure_slots)
