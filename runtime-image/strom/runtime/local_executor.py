@@ -29,11 +29,10 @@ from strom.graph.stream_graph import StreamGraph
 from strom.runtime.checkpoint.coordinator import CheckpointCoordinator
 from strom.runtime.checkpoint.retention import RetainedCheckpoint
 from strom.runtime.checkpoint.storage import checkpoint_storage_for
-from strom.runtime.checkpoint.task_snapshots import AsyncSnapshotWriter, load_operator_snapshots
+from strom.runtime.checkpoint.task_snapshots import AsyncSnapshotWriter, restore_operators
 from strom.runtime.execution_graph import ExecutionVertex, build_tasks
 from strom.runtime.jobmanager.restart_strategies import restart_strategy_from
 from strom.runtime.metrics import MetricRegistry, MetricsSnapshot
-from strom.runtime.state.operator_snapshots import restore_operator
 from strom.runtime.tasks.stream_task import FAILED, FINISHED
 
 log = logging.getLogger("strom.runtime.local")
@@ -198,15 +197,10 @@ class LocalJob:
         self.restored_checkpoint_id = None
         if coordinator is None or latest is None:
             return
-        loaded: dict[str, list[Any]] = {}
-        for ev in vertices:
-            for op in ev.task.operators:
-                uid = op.ctx.operator_uid
-                if uid not in latest.metadata.operators:
-                    continue  # stateless in the checkpoint: starts fresh
-                if uid not in loaded:
-                    loaded[uid] = load_operator_snapshots(coordinator.storage, latest.directory, latest.metadata, uid)
-                restore_operator(op, loaded[uid])
+        restore_operators(
+            coordinator.storage, latest.directory, latest.metadata, (op for ev in vertices for op in ev.task.operators)
+        )
+        coordinator.stats.restored(latest.checkpoint_id, coordinator.storage.uri_of(latest.directory))
         self.restored_checkpoint_id = latest.checkpoint_id
 
     def _finish(self, status: str) -> None:

@@ -58,6 +58,64 @@ class DeploySlot:
     payload: bytes  # the encoded StreamGraph
     subtasks: tuple[SubtaskRef, ...]
     locations: dict[tuple[str, int], tuple[str, int]]  # (vertex id, subtask) -> (host, data port)
+    restore: RestoreCheckpoint | None = None  # the attempt starts from this checkpoint's state
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreCheckpoint:
+    """A completed checkpoint to restore from: its directory under the job's `state.checkpoints.dir`
+    (workers read its `_metadata` there, so the message stays small)."""
+
+    checkpoint_id: int
+    directory: str  # storage-relative, '<job-id>/chk-<n>'
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerCheckpoint:
+    """JobManager -> TaskManager -> slot workers: the attempt's source tasks start checkpoint n."""
+
+    job_id: str
+    attempt: int
+    checkpoint_id: int
+    timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class AcknowledgeCheckpoint:
+    """Slot worker -> TaskManager -> JobManager: one subtask wrote its state (OperatorStateHandles)."""
+
+    job_id: str
+    attempt: int
+    checkpoint_id: int
+    vertex_id: str
+    subtask_index: int
+    handles: list[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class DeclineCheckpoint:
+    job_id: str
+    attempt: int
+    checkpoint_id: int
+    vertex_id: str
+    subtask_index: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyCheckpointComplete:
+    """JobManager -> every TaskManager of the attempt -> workers -> tasks (CheckpointListener)."""
+
+    job_id: str
+    attempt: int
+    checkpoint_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyCheckpointAborted:
+    job_id: str
+    attempt: int
+    checkpoint_id: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,9 @@ attempt acknowledged, the `_metadata` is written, the checkpoint is added to the
 is not running (finished tasks cannot take part, as in Flink before 1.14).
 
 The decisions (`PendingCheckpoint`, `build_metadata`) are plain code; the coordinator thread
-and the storage calls are the thin part around them.
+and the storage calls are the thin part around them. The coordinator reaches tasks only through
+a `TaskGateway`: `MailboxGateway` for the embedded executor's threads, an RPC gateway in the
+JobMaster for tasks in slot processes (acknowledgements then arrive as messages).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from strom.common import config_options as opts
 from strom.common.config_options import option
@@ -36,6 +38,7 @@ from strom.runtime.checkpoint.retention import (
     num_retained_from,
     retention_from,
 )
+from strom.runtime.checkpoint.stats import CheckpointStatsTracker
 from strom.runtime.checkpoint.storage import CheckpointStorage
 from strom.runtime.checkpoint.task_snapshots import OperatorStateHandle
 
@@ -50,6 +53,45 @@ CHECKPOINT_TIMEOUT = option(
 )
 
 TaskKey = Any  # hashable identity of one subtask, e.g. (vertex id, subtask index)
+
+
+class TaskGateway(Protocol):
+    """How the coordinator reaches the tasks of one execution attempt; calls must not block."""
+
+    def not_running(self) -> list[TaskKey]:
+        """The tasks not RUNNING now (a checkpoint is only triggered when this is empty)."""
+        ...
+
+    def trigger(self, checkpoint_id: int, timestamp_ms: int) -> None:
+        """Make the source tasks start the checkpoint; barriers carry it to everyone else."""
+        ...
+
+    def notify_complete(self, checkpoint_id: int) -> None: ...
+
+    def notify_aborted(self, checkpoint_id: int) -> None: ...
+
+
+class MailboxGateway:
+    """In-process tasks: actions go into their mailboxes."""
+
+    def __init__(self, tasks: dict[TaskKey, Any]) -> None:
+        self._tasks = dict(tasks)
+
+    def not_running(self) -> list[TaskKey]:
+        return [k for k, t in self._tasks.items() if t.state != "RUNNING"]
+
+    def trigger(self, checkpoint_id: int, timestamp_ms: int) -> None:
+        for task in self._tasks.values():
+            if task.gate is None:
+                task.submit(partial(task.trigger_checkpoint, checkpoint_id, timestamp_ms))
+
+    def notify_complete(self, checkpoint_id: int) -> None:
+        for task in self._tasks.values():
+            task.submit(partial(task.notify_checkpoint_complete, checkpoint_id))
+
+    def notify_aborted(self, checkpoint_id: int) -> None:
+        for task in self._tasks.values():
+            task.submit(partial(task.notify_checkpoint_aborted, checkpoint_id))
 
 
 @dataclass(slots=True)
@@ -108,7 +150,9 @@ class CheckpointCoordinator:
         self.store = CompletedCheckpointStore(storage, num_retained=num_retained_from(config))
         self._clock = clock
         self._lock = threading.Lock()
-        self._tasks: dict[TaskKey, Any] = {}
+        self._keys: set[TaskKey] = set()
+        self._gateway: TaskGateway | None = None
+        self.stats = CheckpointStatsTracker()
         self._pending: PendingCheckpoint | None = None
         self._next_id = 1
         self._last_trigger = clock()
@@ -128,21 +172,25 @@ class CheckpointCoordinator:
             self._thread.join()
         with self._lock:
             self._abort_pending(f"the job reached {job_status}")
-            self._tasks = {}
+            self._keys, self._gateway = set(), None
         self.store.shutdown(job_status, retention_from(self.config))
 
     def attach_tasks(self, tasks: dict[TaskKey, Any]) -> None:
-        """The tasks of a new execution attempt take part from now on."""
+        """The in-process tasks of a new execution attempt take part from now on."""
+        self.attach(set(tasks), MailboxGateway(tasks))
+
+    def attach(self, keys: set[TaskKey], gateway: TaskGateway) -> None:
+        """The tasks `keys` of a new execution attempt, reached through `gateway`, take part from now on."""
         with self._lock:
             self._abort_pending("the tasks were restarted")
-            self._tasks = dict(tasks)
+            self._keys, self._gateway = set(keys), gateway
             self._last_trigger = self._clock()
 
     def detach_tasks(self, reason: str) -> None:
         """The current tasks are going away (failure): nothing can complete until `attach_tasks`."""
         with self._lock:
             self._abort_pending(reason)
-            self._tasks = {}
+            self._keys, self._gateway = set(), None
 
     @property
     def latest_completed(self) -> RetainedCheckpoint | None:
@@ -165,19 +213,19 @@ class CheckpointCoordinator:
         """Start a checkpoint now; its id, or None when one is pending or some task is not running."""
         with self._lock:
             self._last_trigger = self._clock()
-            if self._pending is not None or not self._tasks:
+            gateway = self._gateway
+            if self._pending is not None or gateway is None or not self._keys:
                 return None
-            not_running = [k for k, t in self._tasks.items() if t.state != "RUNNING"]
+            not_running = gateway.not_running()
             if not_running:
                 log.debug("checkpoint not triggered: tasks %s are not running", not_running)
                 return None
             cid = self._next_id
             self._next_id += 1
             timestamp_ms = int(time.time() * 1000)
-            self._pending = PendingCheckpoint(cid, timestamp_ms, self._clock(), set(self._tasks))
-            for task in self._tasks.values():
-                if task.gate is None:  # sources start it; the barriers carry it to everyone else
-                    task.submit(partial(task.trigger_checkpoint, cid, timestamp_ms))
+            self._pending = PendingCheckpoint(cid, timestamp_ms, self._clock(), set(self._keys))
+            self.stats.triggered(cid, timestamp_ms, len(self._keys))
+            gateway.trigger(cid, timestamp_ms)
             return cid
 
     # -- answers from the tasks ------------------------------------------------------------------------
@@ -188,6 +236,8 @@ class CheckpointCoordinator:
                 # late: the checkpoint was aborted and its directory deleted; the files just written go too
                 self._delete_directory(checkpoint_id)
                 return
+            if task in pending.awaiting:
+                self.stats.acknowledged(checkpoint_id)
             if pending.acknowledge(task, handles):
                 self._complete(pending)
 
@@ -210,15 +260,16 @@ class CheckpointCoordinator:
         directory = checkpoint_dir(self.job_id, cid)
         try:
             metadata = build_metadata(self.job_id, cid, pending.timestamp_ms, pending.handles)
-            write_metadata(self.storage, directory, metadata)
+            external_path = write_metadata(self.storage, directory, metadata).rsplit("/", 1)[0]
         except Exception as e:  # noqa: BLE001 - a checkpoint that cannot be finalized is aborted, not fatal
             self._aborted(cid, f"writing its metadata failed: {e}")
             return
         self.store.add(directory, metadata)
         self.completed_ids.append(cid)
+        self.stats.completed(cid, external_path)
         log.info("completed checkpoint %d of job %s", cid, self.job_id)
-        for task in self._tasks.values():
-            task.submit(partial(task.notify_checkpoint_complete, cid))
+        if self._gateway is not None:
+            self._gateway.notify_complete(cid)
 
     def _abort_pending(self, reason: str) -> None:
         pending, self._pending = self._pending, None
@@ -228,9 +279,10 @@ class CheckpointCoordinator:
     def _aborted(self, checkpoint_id: int, reason: str) -> None:
         log.info("checkpoint %d of job %s aborted: %s", checkpoint_id, self.job_id, reason)
         self.aborted.append((checkpoint_id, reason))
+        self.stats.failed(checkpoint_id, reason)
         self._delete_directory(checkpoint_id)
-        for task in self._tasks.values():
-            task.submit(partial(task.notify_checkpoint_aborted, checkpoint_id))
+        if self._gateway is not None:
+            self._gateway.notify_aborted(checkpoint_id)
 
     def _delete_directory(self, checkpoint_id: int) -> None:
         try:

@@ -5,14 +5,15 @@ and writes them on a background thread (the task thread goes back to processing 
 then acknowledges to the coordinator with `OperatorStateHandle`s: where each operator
 subtask's state went. One file per operator subtask, `<job-id>/chk-<n>/<operator uid>-<subtask>`,
 holding the pickled `SerializedOperatorSnapshot` (keyed state by key group, timers, operator
-state, extra state). `load_operator_snapshots` reads every file of one operator uid back.
+state, extra state). `load_operator_snapshots` reads every file of one operator uid back;
+`restore_operators` puts them into the operators of a new attempt before its tasks start.
 """
 
 from __future__ import annotations
 
 import logging
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,7 @@ from strom.common.key_groups import KeyGroupRange
 from strom.runtime.checkpoint.layout import checkpoint_dir, resolve_relative
 from strom.runtime.checkpoint.metadata import CheckpointMetadata
 from strom.runtime.checkpoint.storage import CheckpointStorage
-from strom.runtime.state.operator_snapshots import SerializedOperatorSnapshot, serialize_operator
+from strom.runtime.state.operator_snapshots import SerializedOperatorSnapshot, restore_operator, serialize_operator
 from strom.runtime.state.snapshots import StateRestoreError
 
 log = logging.getLogger(__name__)
@@ -120,3 +121,18 @@ def load_operator_snapshots(
             )
         out.append(snapshot)
     return out
+
+
+def restore_operators(
+    storage: CheckpointStorage, directory: str, metadata: CheckpointMetadata, operators: Iterable[Any]
+) -> None:
+    """Restore every operator (of tasks not yet started) that has state in the checkpoint at `directory`;
+    an operator missing from it was stateless then and starts fresh. Each uid's files are read once."""
+    loaded: dict[str, list[SerializedOperatorSnapshot]] = {}
+    for op in operators:
+        uid = op.ctx.operator_uid
+        if uid not in metadata.operators:
+            continue
+        if uid not in loaded:
+            loaded[uid] = load_operator_snapshots(storage, directory, metadata, uid)
+        restore_operator(op, loaded[uid])

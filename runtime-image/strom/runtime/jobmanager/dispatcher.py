@@ -14,11 +14,14 @@ from typing import Any
 
 from strom.common import config_options as opts
 from strom.graph.stream_graph import StreamGraph
+from strom.runtime.jobmanager.checkpointing import validate_cluster_checkpointing
 from strom.runtime.jobmanager.job_master import TERMINAL_JOB_STATES, JobMaster
 from strom.runtime.jobmanager.resource_manager import ResourceManager, TaskManagerRecord
 from strom.runtime.metrics.registry import MetricRegistry
 from strom.runtime.metrics.snapshots import merge_snapshots
 from strom.runtime.rpc import (
+    AcknowledgeCheckpoint,
+    DeclineCheckpoint,
     Heartbeat,
     MetricsReport,
     RegisterTaskManager,
@@ -145,6 +148,10 @@ class JobManager:
                     job = self.jobs.get(msg.job_id)
                     if job is not None:
                         job.on_task_update(msg)
+                elif isinstance(msg, AcknowledgeCheckpoint | DeclineCheckpoint):
+                    job = self.jobs.get(msg.job_id)
+                    if job is not None:
+                        job.on_checkpoint_message(msg)
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
             pass
         finally:
@@ -175,6 +182,9 @@ class JobManager:
         job_id = job_id or uuid.uuid4().hex
         if job_id in self.jobs:
             raise ValueError(f"job {job_id} already exists")
+        problem = validate_cluster_checkpointing(graph.config)
+        if problem is not None:
+            raise ValueError(problem)
         job = JobMaster(self, job_id, graph)
         self.jobs[job_id] = job
         log.info("Submitting job '%s' (%s)", job.name, job_id)

@@ -6,6 +6,11 @@ CANCELED, FAILED). A failed subtask or a lost TaskManager fails the attempt over
 of the attempt is cancelled and, if the restart strategy allows, a new attempt is deployed
 after its delay. Each attempt has its own channel ids, so data of an old attempt never
 reaches a new one.
+
+With `execution.checkpointing.interval` > 0 the job has a `JobCheckpointing` (its coordinator):
+each attempt takes part once deployed, checkpoints are triggered only while the job and every
+subtask are RUNNING, and a new attempt after a failure is deployed with the latest completed
+checkpoint to restore.
 """
 
 from __future__ import annotations
@@ -21,9 +26,19 @@ import cloudpickle
 from strom.common import config_options as opts
 from strom.graph.job_graph import JobGraph, create_job_graph
 from strom.graph.stream_graph import StreamGraph
+from strom.runtime.jobmanager.checkpointing import JobCheckpointing, RpcTaskGateway
 from strom.runtime.jobmanager.resource_manager import SlotRef
 from strom.runtime.jobmanager.restart_strategies import restart_strategy_from
-from strom.runtime.rpc import CancelJob, DeploySlot, SubtaskRef, TaskStateUpdate, encode_message
+from strom.runtime.rpc import (
+    AcknowledgeCheckpoint,
+    CancelJob,
+    DeclineCheckpoint,
+    DeploySlot,
+    RestoreCheckpoint,
+    SubtaskRef,
+    TaskStateUpdate,
+    encode_message,
+)
 
 if TYPE_CHECKING:
     from strom.runtime.jobmanager.dispatcher import JobManager
@@ -72,11 +87,17 @@ class JobMaster:
         self.subtasks: dict[tuple[str, int], SubtaskStatus] = {}
         self.state_times: dict[str, float] = {"CREATED": self.start_time}
         self.done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self.checkpointing: JobCheckpointing | None = None
+        if self.graph.config.get(opts.CHECKPOINT_INTERVAL) > 0:
+            self.checkpointing = JobCheckpointing(self.job_id, self.graph.config)
+        stats = self.checkpointing.coordinator.stats if self.checkpointing is not None else None
         self.jm.registry.register_job_gauges(
             self.job_id,
             self.name,
             uptime_ms=lambda: int((time.time() - self.start_time) * 1000) if self.state == "RUNNING" else -1,
             num_restarts=lambda: self.num_restarts,
+            last_checkpoint_duration_ms=stats.last_duration_ms if stats is not None else None,
+            number_of_completed_checkpoints=stats.completed_count if stats is not None else None,
         )
         self._slots: list[SlotRef] = []
         self._reset_subtasks()
@@ -90,6 +111,8 @@ class JobMaster:
             if state in TERMINAL_JOB_STATES:
                 self.end_time = time.time()
                 self.jm.rm.release(self.job_id)
+                if self.checkpointing is not None:
+                    self.checkpointing.shutdown(state)
                 if not self.done.done():
                     self.done.set_result(state)
 
@@ -107,7 +130,7 @@ class JobMaster:
             self.failures.append(FailureRecord(int(time.time() * 1000), "scheduler", repr(e), self.attempt))
             self._set_state("FAILED")
 
-    async def _schedule(self) -> None:
+    async def _schedule(self, restore: RestoreCheckpoint | None = None) -> None:
         self._set_state("RUNNING")
         required = self.job_graph.required_slots()
         timeout_s = self.graph.config.get(opts.SLOT_REQUEST_TIMEOUT) / 1000.0
@@ -146,8 +169,30 @@ class JobMaster:
                 st.start_time = time.time()
         for k, refs in placement.items():
             ref = slots[k]
-            msg = DeploySlot(self.job_id, self.attempt, ref.slot_index, self.payload, tuple(refs), locations)
+            msg = DeploySlot(self.job_id, self.attempt, ref.slot_index, self.payload, tuple(refs), locations, restore)
             self.jm.send_to(ref.tm_id, msg)
+        if self.checkpointing is not None:
+            self.checkpointing.attach(set(self.subtasks), self._task_gateway())
+
+    def _task_gateway(self) -> RpcTaskGateway:
+        sources = {v.id for v in self.job_graph.vertices if not v.inputs}
+        subtasks, attempt = self.subtasks, self.attempt
+
+        def not_running() -> list[tuple[str, int]]:
+            # read from the coordinator's thread: a stale view only delays a trigger by one tick
+            if self.state != "RUNNING" or self.attempt != attempt:
+                return list(subtasks)
+            return [k for k, st in list(subtasks.items()) if st.state != "RUNNING"]
+
+        return RpcTaskGateway(
+            job_id=self.job_id,
+            attempt=attempt,
+            loop=asyncio.get_running_loop(),
+            send_raw=self.jm.send_raw,
+            source_tms={st.tm_id for (vid, _), st in subtasks.items() if vid in sources},
+            all_tms={st.tm_id for st in subtasks.values()},
+            not_running=not_running,
+        )
 
     # -- events ------------------------------------------------------------------------------------
     def on_task_update(self, upd: TaskStateUpdate) -> None:
@@ -159,6 +204,8 @@ class JobMaster:
         st.state = upd.state
         if upd.state in TERMINAL_TASK_STATES:
             st.end_time = time.time()
+        if upd.state == "FINISHED" and self.checkpointing is not None:
+            self.checkpointing.task_finished((upd.vertex_id, upd.subtask_index))
         if upd.state == "FAILED":
             vertex = next(v for v in self.job_graph.vertices if v.id == upd.vertex_id)
             task = f"{vertex.name} ({upd.subtask_index + 1}/{vertex.parallelism})"
@@ -168,6 +215,10 @@ class JobMaster:
         elif all(s.state == "FINISHED" for s in self.subtasks.values()):
             self._set_state("FINISHED")
 
+    def on_checkpoint_message(self, msg: AcknowledgeCheckpoint | DeclineCheckpoint) -> None:
+        if self.checkpointing is not None and msg.attempt == self.attempt:
+            self.checkpointing.on_message(msg)
+
     def on_taskmanager_lost(self, tm_id: str, reason: str) -> None:
         if self.state == "RUNNING" and any(s.tm_id == tm_id for s in self.subtasks.values()):
             self.fail_over(f"TaskManager {tm_id}", reason)
@@ -176,6 +227,8 @@ class JobMaster:
         log.error("Job %s attempt %d: %s failed:\n%s", self.job_id, self.attempt, task, trace)
         self.failures.append(FailureRecord(int(time.time() * 1000), task, trace, self.attempt))
         self._set_state("FAILING")
+        if self.checkpointing is not None:
+            self.checkpointing.detach(f"{task} failed")
         self._cancel_attempt()
         delay = self.restart.next_restart_delay(int(time.time() * 1000))
         if delay is None:
@@ -192,7 +245,10 @@ class JobMaster:
         self.num_restarts += 1
         self._reset_subtasks()
         try:
-            await self._schedule()
+            restore = await self.checkpointing.restore_point() if self.checkpointing is not None else None
+            if restore is not None:
+                log.info("Job %s attempt %d restores checkpoint %d", self.job_id, self.attempt, restore.checkpoint_id)
+            await self._schedule(restore)
         except Exception as e:  # noqa: BLE001
             self.failures.append(FailureRecord(int(time.time() * 1000), "scheduler", repr(e), self.attempt))
             self._set_state("FAILED")

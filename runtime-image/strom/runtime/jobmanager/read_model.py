@@ -254,6 +254,53 @@ class JobExceptions:
         return self.history[0] if self.history else None
 
 
+# -- checkpoints ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointEntry:
+    """One checkpoint in /jobs/:jobid/checkpoints; `status` is IN_PROGRESS, COMPLETED or FAILED."""
+
+    id: int
+    status: str
+    trigger_timestamp: int
+    latest_ack_timestamp: int  # -1: no acknowledgement yet
+    end_to_end_duration: int  # ms
+    num_subtasks: int
+    num_acknowledged_subtasks: int
+    external_path: str | None = None  # completed ones
+    failure_timestamp: int = -1  # failed ones
+    failure_message: str | None = None
+    state_size: int = 0  # bytes; Strom does not measure snapshot sizes yet, so 0 as Flink shows before any
+    is_savepoint: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RestoredCheckpointEntry:
+    id: int
+    restore_timestamp: int
+    external_path: str
+    is_savepoint: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class JobCheckpoints:
+    """Flink's CheckpointingStatistics of one job."""
+
+    restored: int = 0
+    completed: int = 0
+    failed: int = 0
+    in_progress: int = 0
+    latest_completed: CheckpointEntry | None = None
+    latest_failed: CheckpointEntry | None = None
+    latest_restored: RestoredCheckpointEntry | None = None
+    history: tuple[CheckpointEntry, ...] = ()  # newest first
+
+    @property
+    def total(self) -> int:
+        return self.completed + self.failed + self.in_progress
+
+
 # -- errors a view raises -------------------------------------------------------------------------
 
 
@@ -306,6 +353,10 @@ class JobManagerView(Protocol):
         ...
 
     def vertex(self, jid: JobId, vid: VertexId) -> VertexDetails: ...
+
+    def checkpoints(self, jid: JobId) -> JobCheckpoints:
+        """Checkpoint counts, latest ones and history (all zero/empty when checkpointing is off)."""
+        ...
 
     def subtask_metrics(self, jid: JobId, vid: VertexId) -> SubtaskMetrics:
         """Latest metrics of each subtask of the vertex: Flink's task metric names

@@ -168,6 +168,10 @@ async def job_metrics(request: web.Request) -> web.Response:
     return _json(msg.metric_values_json(metrics, msg.parse_csv(request.query.get("get"))))
 
 
+async def job_checkpoints(request: web.Request) -> web.Response:
+    return _json(msg.checkpoints_json(_view(request).checkpoints(_job_id(request))))
+
+
 async def vertex_details(request: web.Request) -> web.Response:
     view, jid, vid = _view(request), _job_id(request), _vertex_id(request)
     vertex = view.vertex(jid, vid)
@@ -229,6 +233,7 @@ def create_rest_app(
     r.add_get("/jobs/{jobid}/plan", job_plan)
     r.add_get("/jobs/{jobid}/exceptions", job_exceptions)
     r.add_get("/jobs/{jobid}/metrics", job_metrics)
+    r.add_get("/jobs/{jobid}/checkpoints", job_checkpoints)
     r.add_get("/jobs/{jobid}/vertices/{vertexid}", vertex_details)
     r.add_get("/jobs/{jobid}/vertices/{vertexid}/subtasks/metrics", subtask_metrics)
     r.add_get("/jobs/{jobid}/vertices/{vertexid}/backpressure", backpressure)

@@ -12,9 +12,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from strom.runtime.jobmanager.read_model import (
+    CheckpointEntry,
     ClusterOverview,
     ExceptionEntry,
     ExecutionState,
+    JobCheckpoints,
     JobDetails,
     JobExceptions,
     JobPlan,
@@ -272,6 +274,83 @@ def exceptions_json(x: JobExceptions) -> Json:
         "truncated": x.truncated,
     }
     return out
+
+
+# -- checkpoints ----------------------------------------------------------------------------------
+
+
+def _checkpoint_json(c: CheckpointEntry) -> Json:
+    """Flink's CheckpointStatistics (Completed/Failed/PendingCheckpointStatistics by `className`)."""
+    kind = {"COMPLETED": "Completed", "FAILED": "Failed"}.get(c.status, "Pending")
+    out: Json = {
+        "className": f".{kind}CheckpointStatistics",
+        "id": c.id,
+        "status": c.status,
+        "is_savepoint": c.is_savepoint,
+        "savepointFormat": None,
+        "trigger_timestamp": c.trigger_timestamp,
+        "latest_ack_timestamp": c.latest_ack_timestamp,
+        "checkpointed_size": c.state_size,
+        "state_size": c.state_size,
+        "end_to_end_duration": c.end_to_end_duration,
+        "alignment_buffered": 0,
+        "processed_data": 0,
+        "persisted_data": 0,
+        "num_subtasks": c.num_subtasks,
+        "num_acknowledged_subtasks": c.num_acknowledged_subtasks,
+        "checkpoint_type": "SAVEPOINT" if c.is_savepoint else "CHECKPOINT",
+        "tasks": {},
+    }
+    if c.status == "COMPLETED":
+        out["external_path"] = c.external_path
+        out["discarded"] = False
+    elif c.status == "FAILED":
+        out["failure_timestamp"] = c.failure_timestamp
+        out["failure_message"] = c.failure_message
+    return out
+
+
+def _min_max_avg(values: Sequence[int]) -> Json:
+    if not values:
+        return {"min": 0, "max": 0, "avg": 0}
+    return {"min": min(values), "max": max(values), "avg": sum(values) // len(values)}
+
+
+def checkpoints_json(x: JobCheckpoints) -> Json:
+    """/jobs/:jobid/checkpoints: Flink's CheckpointingStatistics (summary over the completed history)."""
+    done = [c for c in x.history if c.status == "COMPLETED"]
+    restored = x.latest_restored
+    return {
+        "counts": {
+            "restored": x.restored,
+            "total": x.total,
+            "in_progress": x.in_progress,
+            "completed": x.completed,
+            "failed": x.failed,
+        },
+        "summary": {
+            "checkpointed_size": _min_max_avg([c.state_size for c in done]),
+            "state_size": _min_max_avg([c.state_size for c in done]),
+            "end_to_end_duration": _min_max_avg([c.end_to_end_duration for c in done]),
+            "alignment_buffered": _min_max_avg([]),
+            "processed_data": _min_max_avg([]),
+            "persisted_data": _min_max_avg([]),
+        },
+        "latest": {
+            "completed": _checkpoint_json(x.latest_completed) if x.latest_completed is not None else None,
+            "savepoint": None,
+            "failed": _checkpoint_json(x.latest_failed) if x.latest_failed is not None else None,
+            "restored": None
+            if restored is None
+            else {
+                "id": restored.id,
+                "restore_timestamp": restored.restore_timestamp,
+                "is_savepoint": restored.is_savepoint,
+                "external_path": restored.external_path,
+            },
+        },
+        "history": [_checkpoint_json(c) for c in x.history],
+    }
 
 
 # -- metrics --------------------------------------------------------------------------------------

@@ -8,15 +8,18 @@ import time
 from collections.abc import Mapping
 
 from strom.common.job_payload import decode_job
+from strom.runtime.checkpoint.stats import CheckpointStats
 from strom.runtime.jobmanager.dispatcher import JobManager
 from strom.runtime.jobmanager.job_master import TERMINAL_JOB_STATES, JobMaster
 from strom.runtime.jobmanager.read_model import (
     BadRequestError,
+    CheckpointEntry,
     ClusterOverview,
     ConflictError,
     ExceptionEntry,
     ExecutionState,
     Hardware,
+    JobCheckpoints,
     JobDetails,
     JobExceptions,
     JobId,
@@ -24,6 +27,7 @@ from strom.runtime.jobmanager.read_model import (
     JobStatus,
     JobSummary,
     NotFoundError,
+    RestoredCheckpointEntry,
     SubtaskDetails,
     SubtaskMetrics,
     TaskManagerId,
@@ -156,14 +160,34 @@ class DispatcherView:
         vertex = self.vertex(jid, vid)
         return self.jm.subtask_metrics(jid, vertex.name, vertex.parallelism)
 
+    def checkpoints(self, jid: JobId) -> JobCheckpoints:
+        job = self._job(jid)
+        if job.checkpointing is None:
+            return JobCheckpoints()
+        s = job.checkpointing.coordinator.stats.snapshot()
+        r = s.latest_restored
+        return JobCheckpoints(
+            restored=s.num_restored,
+            completed=s.num_completed,
+            failed=s.num_failed,
+            in_progress=s.num_in_progress,
+            latest_completed=_checkpoint_entry(s.latest_completed),
+            latest_failed=_checkpoint_entry(s.latest_failed),
+            latest_restored=None
+            if r is None
+            else RestoredCheckpointEntry(r.checkpoint_id, r.restore_timestamp, r.external_path, r.is_savepoint),
+            history=tuple(e for c in s.history if (e := _checkpoint_entry(c)) is not None),
+        )
+
     def job_metrics(self, jid: JobId) -> Mapping[str, float]:
         job = self._job(jid)
         end = job.end_time or time.time()
+        stats = job.checkpointing.coordinator.stats if job.checkpointing is not None else None
         return {
             "uptime": float(int((end - job.start_time) * 1000)) if job.state == "RUNNING" else 0.0,
             "numRestarts": float(job.num_restarts),
-            "lastCheckpointDuration": 0.0,
-            "numberOfCompletedCheckpoints": 0.0,
+            "lastCheckpointDuration": float(stats.last_duration_ms()) if stats is not None else 0.0,
+            "numberOfCompletedCheckpoints": float(stats.completed_count()) if stats is not None else 0.0,
         }
 
     def taskmanagers(self) -> list[TaskManagerInfo]:
@@ -199,12 +223,32 @@ class DispatcherView:
             graph = decode_job(payload)
         except Exception as e:  # noqa: BLE001 - any undecodable payload is the client's error
             raise BadRequestError(f"cannot decode the submitted job: {e}") from e
-        return JobId(await self.jm.submit(graph))
+        try:
+            return JobId(await self.jm.submit(graph))
+        except ValueError as e:  # a job the cluster cannot run as configured (e.g. checkpoint storage)
+            raise BadRequestError(f"Bad request: {e}") from e
 
     def rest_address(self) -> str:
         from strom.common import config_options as opts
 
         return f"{self.jm.config.get(opts.REST_ADDRESS)}:{self.jm.rest_port}"
+
+
+def _checkpoint_entry(c: CheckpointStats | None) -> CheckpointEntry | None:
+    if c is None:
+        return None
+    return CheckpointEntry(
+        id=c.checkpoint_id,
+        status=c.status,
+        trigger_timestamp=c.trigger_timestamp,
+        latest_ack_timestamp=c.latest_ack_timestamp,
+        end_to_end_duration=c.end_to_end_duration,
+        num_subtasks=c.num_subtasks,
+        num_acknowledged_subtasks=c.num_acknowledged,
+        external_path=c.external_path or None,
+        failure_timestamp=c.end_timestamp if c.status == "FAILED" else -1,
+        failure_message=c.failure_message or None,
+    )
 
 
 def _exception_name(trace: str) -> str:

@@ -3,6 +3,11 @@
 The worker receives DeploySlot/CancelJob/Shutdown messages from its TaskManager over a pipe,
 runs the slot's subtasks as task threads (one mailbox loop each), serves its remote input
 channels on its own data port, and reports every task state change back.
+
+With checkpointing on, each deployed attempt gets an `AsyncSnapshotWriter` over the job's
+`state.checkpoints.dir`: tasks hand it their snapshots, it writes them and acknowledges (or
+declines) through the pipe. A deployment carrying a checkpoint to restore reads its `_metadata`
+and restores every operator before any task starts.
 """
 
 from __future__ import annotations
@@ -10,15 +15,32 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from functools import partial
 from typing import Any
 
 import cloudpickle
 
+from strom.common import config_options as opts
 from strom.graph.job_graph import create_job_graph
+from strom.runtime.checkpoint.metadata import read_metadata
+from strom.runtime.checkpoint.storage import checkpoint_storage_for
+from strom.runtime.checkpoint.task_snapshots import AsyncSnapshotWriter, OperatorStateHandle, restore_operators
 from strom.runtime.execution_graph import RemoteChannels, build_subtasks
 from strom.runtime.metrics import MetricGroup
 from strom.runtime.metrics.registry import MetricRegistry
-from strom.runtime.rpc import CancelJob, DeploySlot, MetricsReport, Shutdown, TaskStateUpdate, WorkerReady
+from strom.runtime.rpc import (
+    AcknowledgeCheckpoint,
+    CancelJob,
+    DeclineCheckpoint,
+    DeploySlot,
+    MetricsReport,
+    NotifyCheckpointAborted,
+    NotifyCheckpointComplete,
+    Shutdown,
+    TaskStateUpdate,
+    TriggerCheckpoint,
+    WorkerReady,
+)
 
 log = logging.getLogger("strom.runtime.slot")
 
@@ -36,7 +58,7 @@ class SlotWorker:
         self.data_server = DataServer(host, data_port)
         self.data_port = self.data_server.start()
         self.tasks: dict[tuple[str, int], list[Any]] = {}
-        self._graphs: dict[tuple[str, int], Any] = {}
+        self._writers: dict[tuple[str, int], AsyncSnapshotWriter] = {}
         self.metrics = MetricGroup()
         self.registry = MetricRegistry(tm_id=tm_id)
         self.report_interval_s = report_interval_s
@@ -65,6 +87,16 @@ class SlotWorker:
                 self.deploy(msg)
             elif isinstance(msg, CancelJob):
                 self.cancel(msg.job_id, msg.attempt)
+            elif isinstance(msg, TriggerCheckpoint):
+                for task in self.tasks.get((msg.job_id, msg.attempt), ()):
+                    if task.gate is None:  # sources start it; barriers carry it to the rest
+                        task.submit(partial(task.trigger_checkpoint, msg.checkpoint_id, msg.timestamp))
+            elif isinstance(msg, NotifyCheckpointComplete):
+                for task in self.tasks.get((msg.job_id, msg.attempt), ()):
+                    task.submit(partial(task.notify_checkpoint_complete, msg.checkpoint_id))
+            elif isinstance(msg, NotifyCheckpointAborted):
+                for task in self.tasks.get((msg.job_id, msg.attempt), ()):
+                    task.submit(partial(task.notify_checkpoint_aborted, msg.checkpoint_id))
             elif isinstance(msg, Shutdown):
                 break
         self._stopped.set()
@@ -94,10 +126,22 @@ class SlotWorker:
                 metrics=self.metrics,
                 on_done=self._task_done,
             )
+            writer = self._checkpointing(msg, graph.config)
+            if writer is not None:
+                for ev in built:
+                    ev.task.enable_checkpointing(writer, (ev.vertex.id, ev.subtask_index))
+            if msg.restore is not None:
+                storage = checkpoint_storage_for(graph.config.get(opts.CHECKPOINTS_DIR), graph.config)
+                metadata = read_metadata(storage, msg.restore.directory)
+                operators = (op for ev in built for op in ev.task.operators)
+                restore_operators(storage, msg.restore.directory, metadata, operators)
         except BaseException:  # noqa: BLE001 - a deployment that cannot be built fails its tasks
             import traceback
 
             trace = traceback.format_exc()
+            writer = self._writers.pop(key, None)
+            if writer is not None:
+                writer.shutdown()
             for ref in msg.subtasks:
                 self.send(TaskStateUpdate(msg.job_id, msg.attempt, ref.vertex_id, ref.subtask_index, "FAILED", trace))
             return
@@ -119,13 +163,46 @@ class SlotWorker:
             self.send(TaskStateUpdate(msg.job_id, msg.attempt, task.job_key[2], task.job_key[3], "RUNNING"))
             task.start()
 
+    def _checkpointing(self, msg: DeploySlot, config: Any) -> AsyncSnapshotWriter | None:
+        """The attempt's snapshot writer, acknowledging through the pipe; None with checkpointing off."""
+        if config.get(opts.CHECKPOINT_INTERVAL) <= 0:
+            return None
+        storage = checkpoint_storage_for(config.get(opts.CHECKPOINTS_DIR), config)
+        job_id, attempt = msg.job_id, msg.attempt
+
+        def acknowledge(cid: int, key: tuple[str, int], handles: list[OperatorStateHandle]) -> None:
+            self._send_quietly(AcknowledgeCheckpoint(job_id, attempt, cid, key[0], key[1], handles))
+
+        def decline(cid: int, key: tuple[str, int], reason: str) -> None:
+            self._send_quietly(DeclineCheckpoint(job_id, attempt, cid, key[0], key[1], reason))
+
+        writer = self._writers[(job_id, attempt)] = AsyncSnapshotWriter(
+            storage, job_id, acknowledge=acknowledge, decline=decline
+        )
+        return writer
+
+    def _send_quietly(self, message: Any) -> None:
+        try:
+            self.send(message)
+        except (OSError, ValueError):
+            pass  # the TaskManager is gone; so is the checkpoint
+
     def _task_done(self, task: Any) -> None:
         job_id, attempt, vertex_id, index = task.job_key
         self.send(TaskStateUpdate(job_id, attempt, vertex_id, index, task.state, task.failure_trace))
+        tasks = self.tasks.get((job_id, attempt), ())
+        if tasks and all(t.state in ("FINISHED", "FAILED", "CANCELED") for t in tasks):
+            # nothing of this attempt can complete a checkpoint any more
+            writer = self._writers.pop((job_id, attempt), None)
+            if writer is not None:
+                writer.shutdown()
 
     def cancel(self, job_id: str, attempt: int) -> None:
         for task in self.tasks.pop((job_id, attempt), []):
             task.cancel()
+        writer = self._writers.pop((job_id, attempt), None)
+        if writer is not None:
+            writer.shutdown()
         self.data_server.forget(job_id)
         self.registry.unregister_job(job_id)
 

@@ -1,6 +1,7 @@
 """The TaskManager process: registers its slots with the JobManager, heartbeats, and runs
 each slot as a worker process (spawned), forwarding deployments to them and their task
-state changes back.
+state changes back. Checkpoint messages pass through the same way: triggers and notifications
+go to the slots running the job's attempt, acknowledgements and declines back to the JobManager.
 
 A TaskManager that loses its JobManager cancels what its slots run and registers again; a
 slot process that dies is restarted and its tasks are reported FAILED, so the job fails over.
@@ -22,16 +23,21 @@ from strom.common import config_options as opts
 from strom.runtime.metrics.registry import MetricRegistry, process_rss_bytes
 from strom.runtime.metrics.snapshots import merge_snapshots
 from strom.runtime.rpc import (
+    AcknowledgeCheckpoint,
     CancelJob,
+    DeclineCheckpoint,
     DeploySlot,
     FramedSocket,
     Heartbeat,
     MetricsReport,
+    NotifyCheckpointAborted,
+    NotifyCheckpointComplete,
     RegisterTaskManager,
     RegistrationAccepted,
     Shutdown,
     SlotsChanged,
     TaskStateUpdate,
+    TriggerCheckpoint,
     WorkerReady,
 )
 from strom.runtime.taskmanager.slot_worker import worker_main
@@ -146,6 +152,8 @@ class TaskManager:
                         msg.job_id, msg.attempt, msg.vertex_id, msg.subtask_index, msg.state, msg.failure, self.tm_id
                     )
                 )
+            elif isinstance(msg, AcknowledgeCheckpoint | DeclineCheckpoint):
+                self._to_jobmanager(msg)
         if self._stopped.is_set():
             return
         # the slot process died: its tasks failed; start a fresh process for the slot
@@ -234,6 +242,8 @@ class TaskManager:
                         for slot in self.slots:
                             if slot.deployed.pop((msg.job_id, msg.attempt), None) is not None:
                                 slot.conn.send(msg)
+                    elif isinstance(msg, TriggerCheckpoint | NotifyCheckpointComplete | NotifyCheckpointAborted):
+                        self._to_slots_of(msg.job_id, msg.attempt, msg)
                     elif isinstance(msg, Shutdown):
                         self._stopped.set()
                         break
@@ -251,6 +261,14 @@ class TaskManager:
                         pass
                 slot.deployed.clear()
         self.stop()
+
+    def _to_slots_of(self, job_id: str, attempt: int, message: Any) -> None:
+        for slot in self.slots:
+            if (job_id, attempt) in slot.deployed:
+                try:
+                    slot.conn.send(message)
+                except OSError:
+                    pass  # the slot died: its reader reports the tasks failed
 
     def _deploy(self, msg: DeploySlot) -> None:
         slot = self.slots[msg.slot_index]

@@ -1,0 +1,120 @@
+"""Checkpointing of a job on the cluster: the JobMaster's side of the `CheckpointCoordinator`.
+
+The coordinator (runtime/checkpoint/coordinator.py) is shared with the embedded executor; here
+it reaches the tasks of one attempt through `RpcTaskGateway`, which turns triggers and
+notifications into RPC messages to the attempt's TaskManagers. Acknowledgements arrive as
+messages and are handed to the coordinator on `JobCheckpointing`'s single worker thread, so
+storage I/O (metadata writes, deletes) never blocks the JobManager's event loop and every
+coordinator call keeps its arrival order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from strom.common import config_options as opts
+from strom.runtime.checkpoint.coordinator import CheckpointCoordinator, TaskKey
+from strom.runtime.checkpoint.retention import RetainedCheckpoint
+from strom.runtime.checkpoint.storage import checkpoint_storage_for
+from strom.runtime.rpc import (
+    AcknowledgeCheckpoint,
+    DeclineCheckpoint,
+    NotifyCheckpointAborted,
+    NotifyCheckpointComplete,
+    RestoreCheckpoint,
+    TriggerCheckpoint,
+    encode_message,
+)
+
+
+def validate_cluster_checkpointing(config: Any) -> str | None:
+    """Why a job's checkpoint configuration cannot run on a cluster, or None."""
+    if config.get(opts.CHECKPOINT_INTERVAL) > 0 and not config.get(opts.CHECKPOINTS_DIR):
+        return (
+            f"checkpointing is enabled ('{opts.CHECKPOINT_INTERVAL.key}' > 0) but '{opts.CHECKPOINTS_DIR.key}' "
+            "is not set: on a cluster every TaskManager writes its state there, so it must be a location "
+            "all of them reach (file:// on shared storage, or s3://)"
+        )
+    return None
+
+
+class RpcTaskGateway:
+    """The tasks of one attempt, in slot processes of `all_tms`; sources run on `source_tms`."""
+
+    def __init__(
+        self,
+        *,
+        job_id: str,
+        attempt: int,
+        loop: asyncio.AbstractEventLoop,
+        send_raw: Callable[[str, bytes], None],
+        source_tms: set[str],
+        all_tms: set[str],
+        not_running: Callable[[], list[TaskKey]],
+    ) -> None:
+        self._job_id, self._attempt, self._loop, self._send_raw = job_id, attempt, loop, send_raw
+        self._source_tms, self._all_tms = frozenset(source_tms), frozenset(all_tms)
+        self._not_running = not_running
+
+    def not_running(self) -> list[TaskKey]:
+        return self._not_running()
+
+    def trigger(self, checkpoint_id: int, timestamp_ms: int) -> None:
+        msg = TriggerCheckpoint(self._job_id, self._attempt, checkpoint_id, timestamp_ms)
+        self._send(self._source_tms, encode_message(msg))
+
+    def notify_complete(self, checkpoint_id: int) -> None:
+        msg = NotifyCheckpointComplete(self._job_id, self._attempt, checkpoint_id)
+        self._send(self._all_tms, encode_message(msg))
+
+    def notify_aborted(self, checkpoint_id: int) -> None:
+        msg = NotifyCheckpointAborted(self._job_id, self._attempt, checkpoint_id)
+        self._send(self._all_tms, encode_message(msg))
+
+    def _send(self, tms: frozenset[str], frame: bytes) -> None:
+        # called from the coordinator's threads; the TaskManager connections belong to the loop
+        for tm_id in tms:
+            self._loop.call_soon_threadsafe(self._send_raw, tm_id, frame)
+
+
+class JobCheckpointing:
+    """One job's coordinator, fed in order on one worker thread."""
+
+    def __init__(self, job_id: str, config: Any) -> None:
+        self.storage = checkpoint_storage_for(config.get(opts.CHECKPOINTS_DIR), config)
+        self.coordinator = CheckpointCoordinator(job_id=job_id, config=config, storage=self.storage)
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"checkpoints {job_id[:8]}")
+        self.coordinator.start()
+
+    def attach(self, keys: set[TaskKey], gateway: RpcTaskGateway) -> None:
+        self._worker.submit(self.coordinator.attach, keys, gateway)
+
+    def detach(self, reason: str) -> None:
+        self._worker.submit(self.coordinator.detach_tasks, reason)
+
+    def task_finished(self, key: TaskKey) -> None:
+        self._worker.submit(self.coordinator.task_finished, key)
+
+    def on_message(self, msg: AcknowledgeCheckpoint | DeclineCheckpoint) -> None:
+        key = (msg.vertex_id, msg.subtask_index)
+        if isinstance(msg, AcknowledgeCheckpoint):
+            self._worker.submit(self.coordinator.acknowledge, msg.checkpoint_id, key, msg.handles)
+        else:
+            self._worker.submit(self.coordinator.decline, msg.checkpoint_id, key, msg.reason)
+
+    async def restore_point(self) -> RestoreCheckpoint | None:
+        """The latest completed checkpoint, after every acknowledgement received so far was handled."""
+        latest: RetainedCheckpoint | None = await asyncio.get_running_loop().run_in_executor(
+            self._worker, lambda: self.coordinator.latest_completed
+        )
+        if latest is None:
+            return None
+        self.coordinator.stats.restored(latest.checkpoint_id, self.storage.uri_of(latest.directory))
+        return RestoreCheckpoint(latest.checkpoint_id, latest.directory)
+
+    def shutdown(self, job_status: str) -> None:
+        self._worker.submit(self.coordinator.shutdown, job_status)
+        self._worker.shutdown(wait=False)
