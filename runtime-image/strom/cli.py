@@ -22,7 +22,13 @@ from typing import Any, TextIO
 import yaml
 
 from strom import __version__
-from strom.common.config_options import OPTIONS, PARALLELISM, ConfigError
+from strom.common.config_options import (
+    OPTIONS,
+    PARALLELISM,
+    SAVEPOINT_IGNORE_UNCLAIMED_STATE,
+    SAVEPOINT_PATH,
+    ConfigError,
+)
 from strom.common.configuration import Configuration
 
 EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -50,6 +56,10 @@ strom run JOB.py [job args...] [options]
   --detached              submit to the running cluster at --jobmanager HOST:PORT (REST,
                           default localhost:8081), print the job id and return
   --threads               run in this process's threads instead of a mini-cluster
+  --from-savepoint PATH   restore the job from a savepoint (execution.savepoint.path)
+  --allow-non-restored-state
+                          restore even if the savepoint has state of operators the job
+                          lacks (execution.savepoint.ignore-unclaimed-state)
   --log-level LEVEL       logging level (default WARNING)
   -h, --help              show this help
 
@@ -78,8 +88,8 @@ class RunRequest:
 
 
 # Options that take a value / flags, recognized by every command; each command uses the ones it knows.
-VALUE_OPTIONS = ("--taskmanagers", "--jobmanager", "--log-level", "--job")
-FLAG_OPTIONS = ("--detached", "--verbose", "--threads")
+VALUE_OPTIONS = ("--taskmanagers", "--jobmanager", "--log-level", "--job", "--from-savepoint")
+FLAG_OPTIONS = ("--detached", "--verbose", "--threads", "--allow-non-restored-state")
 
 # -- parsing (pure) ---------------------------------------------------------------------------
 
@@ -203,6 +213,11 @@ def build_configuration(request: RunRequest, environ: Mapping[str, str]) -> Conf
         conf.set(key, value)
     if request.parallelism is not None:
         conf.set(PARALLELISM.key, request.parallelism)
+    # Flink's -s/--fromSavepoint and -n/--allowNonRestoredState are these two keys
+    if "--from-savepoint" in request.options:
+        conf.set(SAVEPOINT_PATH.key, request.options["--from-savepoint"])
+    if request.options.get("--allow-non-restored-state"):
+        conf.set(SAVEPOINT_IGNORE_UNCLAIMED_STATE.key, "true")
     return conf
 
 
@@ -307,6 +322,10 @@ def run_command(request: RunRequest, configuration: Configuration) -> int:
             argv += ["--config", request.config_file]
         if "--jobmanager" in request.options:
             argv += ["--jobmanager", request.options["--jobmanager"]]
+        if "--from-savepoint" in request.options:
+            argv += ["--from-savepoint", request.options["--from-savepoint"]]
+        if request.options.get("--allow-non-restored-state"):
+            argv += ["--allow-non-restored-state"]
         return int(submit_command([*argv, "--", *request.job_args]))
     from strom.runtime.minicluster import MiniCluster
 
@@ -357,7 +376,7 @@ COMMANDS = {
 }
 
 
-CLIENT_COMMANDS = ("submit", "list", "info", "cancel")
+CLIENT_COMMANDS = ("submit", "list", "info", "cancel", "savepoint", "stop")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,6 +1,7 @@
 """The client commands of `strom` against a running JobManager's REST endpoint.
 
-`submit` runs the job file with a context executor that, instead of running the graph,
+`savepoint` and `stop` trigger a savepoint and poll /jobs/:jobid/savepoints/:triggerid until it
+completed. `submit` runs the job file with a context executor that, instead of running the graph,
 encodes it (strom.common.job_payload) and POSTs it to /jobs; `list`, `info` and `cancel` read
 and patch /jobs. Each `*_command(argv) -> int` returns the exit status: 0 done, 1 failed, 2
 usage. Failures print ONE line on stderr (`strom: error: ...`); `--verbose` adds the traceback.
@@ -40,6 +41,10 @@ strom info JOBID [--jobmanager HOST:PORT]
     Show one job with its vertices and the state of every subtask.
 strom cancel JOBID [--jobmanager HOST:PORT]
     Cancel a job and wait until it is CANCELED.
+strom savepoint JOBID [TARGET_DIR] [--jobmanager HOST:PORT]
+    Take a savepoint (default directory: state.savepoints.dir); prints its location.
+strom stop JOBID [--savepoint-path DIR] [--jobmanager HOST:PORT]
+    Take a savepoint, then stop the job (it ends FINISHED); prints the savepoint's location.
 
   --jobmanager HOST:PORT  the JobManager's REST endpoint (rest.address:rest.port); default localhost:8081
   --verbose               print the traceback of a failure
@@ -263,3 +268,55 @@ def _cancel(options: ClientOptions, out: TextIO, err: TextIO) -> int:
 list_command = _command("list", _list)
 info_command = _command("info", _info)
 cancel_command = _command("cancel", _cancel)
+
+
+# -- savepoint, stop ------------------------------------------------------------------------------
+
+SAVEPOINT_WAIT_S = 120.0
+
+
+def _await_savepoint(client: RestClient, jid: str, trigger_id: str, out: TextIO, err: TextIO) -> int:
+    """Poll the operation until it completed; print the location (Flink's CLI line) or fail."""
+    deadline = time.monotonic() + SAVEPOINT_WAIT_S
+    while True:
+        answer = client.savepoint_status(jid, trigger_id)
+        if answer["status"]["id"] == "COMPLETED":
+            operation = answer.get("operation") or {}
+            if "location" in operation:
+                print(f"Savepoint completed. Path: {operation['location']}", file=out)
+                return EXIT_OK
+            cause = (operation.get("failure-cause") or {}).get("stack-trace", "unknown cause")
+            return _fail(err, f"the savepoint of job {jid} failed: {cause}")
+        if time.monotonic() >= deadline:
+            return _fail(err, f"the savepoint of job {jid} did not complete within {SAVEPOINT_WAIT_S:g} s")
+        time.sleep(0.1)
+
+
+def _savepoint(options: ClientOptions, out: TextIO, err: TextIO) -> int:
+    if not 1 <= len(options.rest) <= 2 or any(a.startswith("-") for a in options.rest):
+        raise UsageError(f"expected JOBID [TARGET_DIR] (strom savepoint JOBID [TARGET_DIR]), got {options.rest!r}")
+    jid, target = options.rest[0], (options.rest[1] if len(options.rest) == 2 else None)
+    client = options.client()
+    print(f"Triggering savepoint for job {jid}.", file=out)
+    return _await_savepoint(client, jid, client.trigger_savepoint(jid, target), out, err)
+
+
+def _stop(options: ClientOptions, out: TextIO, err: TextIO) -> int:
+    rest, target = list(options.rest), None
+    for flag in ("--savepoint-path", "-p"):
+        if flag in rest:
+            i = rest.index(flag)
+            if i + 1 >= len(rest):
+                raise UsageError(f"option {flag} expects a directory")
+            target = rest[i + 1]
+            del rest[i : i + 2]
+    drain = "--drain" in rest or "-d" in rest
+    rest = [a for a in rest if a not in ("--drain", "-d")]
+    jid = _one_job_id("stop", rest)
+    client = options.client()
+    print(f"Suspending job {jid}.", file=out)
+    return _await_savepoint(client, jid, client.stop_with_savepoint(jid, target, drain=drain), out, err)
+
+
+savepoint_command = _command("savepoint", _savepoint)
+stop_command = _command("stop", _stop)

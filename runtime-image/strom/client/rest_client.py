@@ -88,6 +88,25 @@ class RestClient:
     def cancel(self, jid: str) -> None:
         self.request("PATCH", f"/jobs/{_segment(jid)}?mode=cancel")
 
+    def trigger_savepoint(self, jid: str, target_directory: str | None, *, cancel_job: bool = False) -> str:
+        """POST /jobs/:jobid/savepoints; the trigger id to poll with `savepoint_status`."""
+        body = {"target-directory": target_directory, "cancel-job": cancel_job}
+        return self._trigger(f"/jobs/{_segment(jid)}/savepoints", body)
+
+    def stop_with_savepoint(self, jid: str, target_directory: str | None, *, drain: bool = False) -> str:
+        """POST /jobs/:jobid/stop; the trigger id to poll with `savepoint_status`."""
+        return self._trigger(f"/jobs/{_segment(jid)}/stop", {"targetDirectory": target_directory, "drain": drain})
+
+    def savepoint_status(self, jid: str, trigger_id: str) -> dict[str, Any]:
+        return self.request("GET", f"/jobs/{_segment(jid)}/savepoints/{_segment(trigger_id)}")
+
+    def _trigger(self, path: str, body: dict[str, Any]) -> str:
+        data = json.dumps({k: v for k, v in body.items() if v is not None}).encode("utf-8")
+        answer = self.request("POST", path, data=data, content_type="application/json")
+        if not isinstance(answer, dict) or not isinstance(answer.get("request-id"), str):
+            raise RestClientError(f"unexpected answer to POST {path} from {self.host}:{self.port}: {answer!r}")
+        return answer["request-id"]
+
     # -- transport ----------------------------------------------------------------------------
     def request(self, method: str, path: str, *, data: bytes | None = None, content_type: str | None = None) -> Any:
         """One request; the decoded JSON body (None when empty) or a RestClientError."""

@@ -199,6 +199,15 @@ CHECKPOINT_MODE = option(
 STATE_BACKEND = option("state.backend.type", "enum", "HASHMAP", "State backend.", allowed=("HASHMAP", "ROCKSDB"))
 CHECKPOINTS_DIR = option("state.checkpoints.dir", "str", "", "Checkpoint storage URI.")
 SAVEPOINTS_DIR = option("state.savepoints.dir", "str", "", "Default savepoint directory.")
+SAVEPOINT_PATH = option(
+    "execution.savepoint.path", "str", "", "Savepoint (or retained checkpoint) the job restores from at its start."
+)
+SAVEPOINT_IGNORE_UNCLAIMED_STATE = option(
+    "execution.savepoint.ignore-unclaimed-state",
+    "bool",
+    False,
+    "Restore even when the savepoint holds state of an operator uid the job no longer has.",
+)
 
 # -- failover -------------------------------------------------------------------------------
 RESTART_STRATEGY = option(

@@ -68,6 +68,7 @@ class RestoreCheckpoint:
 
     checkpoint_id: int
     directory: str  # storage-relative, '<job-id>/chk-<n>'
+    storage_uri: str = ""  # '' = the job's state.checkpoints.dir; a savepoint's own URI otherwise
 
 
 @dataclass(frozen=True, slots=True)

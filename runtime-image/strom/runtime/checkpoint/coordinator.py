@@ -10,6 +10,11 @@ attempt acknowledged, the `_metadata` is written, the checkpoint is added to the
 `execution.checkpointing.timeout` passes; a checkpoint is not even triggered while some task
 is not running (finished tasks cannot take part, as in Flink before 1.14).
 
+A savepoint is a checkpoint with a `SavepointTarget`: requested with `trigger_savepoint`, it
+is triggered as soon as no checkpoint is pending (ahead of the periodic schedule); on completion
+its files are copied into the target (runtime/checkpoint/savepoints.py) and it never enters the
+store, so retention never touches it.
+
 The decisions (`PendingCheckpoint`, `build_metadata`) are plain code; the coordinator thread
 and the storage calls are the thin part around them. The coordinator reaches tasks only through
 a `TaskGateway`: `MailboxGateway` for the embedded executor's threads, an RPC gateway in the
@@ -38,6 +43,7 @@ from strom.runtime.checkpoint.retention import (
     num_retained_from,
     retention_from,
 )
+from strom.runtime.checkpoint.savepoints import SavepointTarget, finalize_savepoint
 from strom.runtime.checkpoint.stats import CheckpointStatsTracker
 from strom.runtime.checkpoint.storage import CheckpointStorage
 from strom.runtime.checkpoint.task_snapshots import OperatorStateHandle
@@ -103,6 +109,7 @@ class PendingCheckpoint:
     started: float  # coordinator clock, seconds
     awaiting: set[TaskKey]
     handles: list[OperatorStateHandle] = field(default_factory=list)
+    savepoint: SavepointTarget | None = None
 
     def acknowledge(self, task: TaskKey, handles: Iterable[OperatorStateHandle]) -> bool:
         """Record one task's state; True once every task acknowledged."""
@@ -158,6 +165,7 @@ class CheckpointCoordinator:
         self._last_trigger = clock()
         self.completed_ids: list[int] = []
         self.aborted: list[tuple[int, str]] = []  # (checkpoint id, reason)
+        self._savepoint_requests: list[SavepointTarget] = []  # waiting for the pending checkpoint to end
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"checkpoint-coordinator {job_id}", daemon=True)
 
@@ -173,6 +181,9 @@ class CheckpointCoordinator:
         with self._lock:
             self._abort_pending(f"the job reached {job_status}")
             self._keys, self._gateway = set(), None
+            requests, self._savepoint_requests = self._savepoint_requests, []
+        for request in requests:
+            request.on_done(None, f"the job reached {job_status} before the savepoint could be taken")
         self.store.shutdown(job_status, retention_from(self.config))
 
     def attach_tasks(self, tasks: dict[TaskKey, Any]) -> None:
@@ -205,12 +216,24 @@ class CheckpointCoordinator:
                 pending = self._pending
                 if pending is not None and now - pending.started >= self.timeout_s:
                     self._abort_pending(f"it did not complete within {self.timeout_s * 1000:.0f} ms")
+                savepoint_due = pending is None and bool(self._savepoint_requests)
                 due = pending is None and now - self._last_trigger >= self.interval_s
-            if due:
+            if savepoint_due:
+                self._trigger(savepoint=True)
+            elif due:
                 self.trigger_checkpoint()
+
+    def trigger_savepoint(self, target: SavepointTarget) -> None:
+        """Take a savepoint into `target` as soon as no checkpoint is pending and every task runs;
+        `target.on_done` is called with the outcome (from the coordinator's threads)."""
+        with self._lock:
+            self._savepoint_requests.append(target)
 
     def trigger_checkpoint(self) -> int | None:
         """Start a checkpoint now; its id, or None when one is pending or some task is not running."""
+        return self._trigger(savepoint=False)
+
+    def _trigger(self, *, savepoint: bool) -> int | None:
         with self._lock:
             self._last_trigger = self._clock()
             gateway = self._gateway
@@ -223,7 +246,8 @@ class CheckpointCoordinator:
             cid = self._next_id
             self._next_id += 1
             timestamp_ms = int(time.time() * 1000)
-            self._pending = PendingCheckpoint(cid, timestamp_ms, self._clock(), set(self._keys))
+            target = self._savepoint_requests.pop(0) if savepoint and self._savepoint_requests else None
+            self._pending = PendingCheckpoint(cid, timestamp_ms, self._clock(), set(self._keys), savepoint=target)
             self.stats.triggered(cid, timestamp_ms, len(self._keys))
             gateway.trigger(cid, timestamp_ms)
             return cid
@@ -262,7 +286,10 @@ class CheckpointCoordinator:
             metadata = build_metadata(self.job_id, cid, pending.timestamp_ms, pending.handles)
             external_path = write_metadata(self.storage, directory, metadata).rsplit("/", 1)[0]
         except Exception as e:  # noqa: BLE001 - a checkpoint that cannot be finalized is aborted, not fatal
-            self._aborted(cid, f"writing its metadata failed: {e}")
+            self._aborted(cid, f"writing its metadata failed: {e}", pending.savepoint)
+            return
+        if pending.savepoint is not None:
+            self._complete_savepoint(cid, directory, metadata, pending.savepoint)
             return
         self.store.add(directory, metadata)
         self.completed_ids.append(cid)
@@ -271,13 +298,31 @@ class CheckpointCoordinator:
         if self._gateway is not None:
             self._gateway.notify_complete(cid)
 
+    def _complete_savepoint(
+        self, cid: int, directory: str, metadata: CheckpointMetadata, target: SavepointTarget
+    ) -> None:
+        try:
+            location = finalize_savepoint(self.storage, directory, metadata, target)
+        except Exception as e:  # noqa: BLE001 - a savepoint that cannot be copied fails, the job does not
+            self._aborted(cid, f"writing the savepoint to {target.location} failed: {e}", target)
+            return
+        # the checkpoint directory was only the staging area of the savepoint's files
+        self._delete_directory(cid)
+        self.stats.completed(cid, location)
+        log.info("completed savepoint %d of job %s at %s", cid, self.job_id, location)
+        target.on_done(location, None)
+        if self._gateway is not None:
+            self._gateway.notify_complete(cid)
+
     def _abort_pending(self, reason: str) -> None:
         pending, self._pending = self._pending, None
         if pending is not None:
-            self._aborted(pending.checkpoint_id, reason)
+            self._aborted(pending.checkpoint_id, reason, pending.savepoint)
 
-    def _aborted(self, checkpoint_id: int, reason: str) -> None:
+    def _aborted(self, checkpoint_id: int, reason: str, savepoint: SavepointTarget | None = None) -> None:
         log.info("checkpoint %d of job %s aborted: %s", checkpoint_id, self.job_id, reason)
+        if savepoint is not None:
+            savepoint.on_done(None, reason)
         self.aborted.append((checkpoint_id, reason))
         self.stats.failed(checkpoint_id, reason)
         self._delete_directory(checkpoint_id)

@@ -18,6 +18,7 @@ from typing import Any
 from strom.common import config_options as opts
 from strom.runtime.checkpoint.coordinator import CheckpointCoordinator, TaskKey
 from strom.runtime.checkpoint.retention import RetainedCheckpoint
+from strom.runtime.checkpoint.savepoints import SavepointTarget
 from strom.runtime.checkpoint.storage import checkpoint_storage_for
 from strom.runtime.rpc import (
     AcknowledgeCheckpoint,
@@ -94,6 +95,9 @@ class JobCheckpointing:
 
     def detach(self, reason: str) -> None:
         self._worker.submit(self.coordinator.detach_tasks, reason)
+
+    def trigger_savepoint(self, target: SavepointTarget) -> None:
+        self._worker.submit(self.coordinator.trigger_savepoint, target)
 
     def task_finished(self, key: TaskKey) -> None:
         self._worker.submit(self.coordinator.task_finished, key)

@@ -11,6 +11,11 @@ With `execution.checkpointing.interval` > 0 the job has a `JobCheckpointing` (it
 each attempt takes part once deployed, checkpoints are triggered only while the job and every
 subtask are RUNNING, and a new attempt after a failure is deployed with the latest completed
 checkpoint to restore.
+
+Savepoints go through the same coordinator (`trigger_savepoint`); with `stop` the job ends
+FINISHED (cancel-job: CANCELED) once its savepoint completed. A job submitted with
+`execution.savepoint.path` is checked against the savepoint's operator uids at submission and
+deploys its first attempt (and any attempt before a checkpoint completed) restoring it.
 """
 
 from __future__ import annotations
@@ -26,9 +31,12 @@ import cloudpickle
 from strom.common import config_options as opts
 from strom.graph.job_graph import JobGraph, create_job_graph
 from strom.graph.stream_graph import StreamGraph
+from strom.runtime.checkpoint.errors import CheckpointStorageError
+from strom.runtime.checkpoint.savepoints import check_savepoint_restore, new_savepoint_target, savepoint_target_uri
 from strom.runtime.jobmanager.checkpointing import JobCheckpointing, RpcTaskGateway
 from strom.runtime.jobmanager.resource_manager import SlotRef
 from strom.runtime.jobmanager.restart_strategies import restart_strategy_from
+from strom.runtime.jobmanager.savepoint_operations import SavepointOperations, SavepointRefused
 from strom.runtime.rpc import (
     AcknowledgeCheckpoint,
     CancelJob,
@@ -87,6 +95,8 @@ class JobMaster:
         self.subtasks: dict[tuple[str, int], SubtaskStatus] = {}
         self.state_times: dict[str, float] = {"CREATED": self.start_time}
         self.done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self.savepoints = SavepointOperations()
+        self.initial_restore = self._savepoint_restore()
         self.checkpointing: JobCheckpointing | None = None
         if self.graph.config.get(opts.CHECKPOINT_INTERVAL) > 0:
             self.checkpointing = JobCheckpointing(self.job_id, self.graph.config)
@@ -119,13 +129,59 @@ class JobMaster:
     def _reset_subtasks(self) -> None:
         self.subtasks = {(v.id, i): SubtaskStatus() for v in self.job_graph.vertices for i in range(v.parallelism)}
 
+    def _savepoint_restore(self) -> RestoreCheckpoint | None:
+        """The savepoint of `execution.savepoint.path` to start from, checked against the job's uids;
+        a `ValueError` (the submission fails) when it is unreadable or holds unclaimed state."""
+        path = str(self.graph.config.get(opts.SAVEPOINT_PATH) or "").rstrip("/")
+        if not path:
+            return None
+        if path.endswith("/_metadata"):
+            path = path[: -len("/_metadata")]
+        allow = bool(self.graph.config.get(opts.SAVEPOINT_IGNORE_UNCLAIMED_STATE))
+        uids = [n.uid for n in self.graph.nodes.values()]
+        try:
+            metadata = check_savepoint_restore(path, uids, allow_non_restored=allow, config=self.graph.config)
+        except CheckpointStorageError as e:
+            raise ValueError(f"cannot restore from savepoint {path}: {e}") from None
+        return RestoreCheckpoint(metadata.checkpoint_id, "", storage_uri=path)
+
+    # -- savepoints ---------------------------------------------------------------------------------
+    def trigger_savepoint(self, target_directory: str | None, *, then: str | None = None) -> str:
+        """Start a savepoint; its trigger id. `then` ('FINISHED' for stop, 'CANCELED' for cancel-job)
+        ends the job once the savepoint completed. Raises `SavepointRefused` or `ConfigError`."""
+        # the request itself first: a missing target directory is a bad request whatever the job's state
+        uri = savepoint_target_uri(target_directory, self.graph.config, self.jm.config)
+        if self.checkpointing is None:
+            raise SavepointRefused(
+                f"job {self.job_id} cannot take a savepoint: it runs without checkpointing; set "
+                f"'{opts.CHECKPOINT_INTERVAL.key}' > 0 and '{opts.CHECKPOINTS_DIR.key}' when submitting it"
+            )
+        if self.state != "RUNNING":
+            raise SavepointRefused(f"job {self.job_id} is {self.state}: only a RUNNING job can take a savepoint")
+        op = self.savepoints.start()
+        loop = asyncio.get_running_loop()
+
+        def on_done(location: str | None, failure: str | None) -> None:
+            # called on the coordinator's threads; the job's state belongs to the loop
+            loop.call_soon_threadsafe(self._savepoint_done, op.trigger_id, location, failure, then)
+
+        self.checkpointing.trigger_savepoint(new_savepoint_target(self.job_id, uri, self.graph.config, on_done))
+        return op.trigger_id
+
+    def _savepoint_done(self, trigger_id: str, location: str | None, failure: str | None, then: str | None) -> None:
+        self.savepoints.finish(trigger_id, location, failure)
+        if location is not None and then is not None and self.state == "RUNNING":
+            log.info("Job %s took savepoint %s and stops (%s)", self.job_id, location, then)
+            self._cancel_attempt()
+            self._set_state(then)
+
     def root_cause(self) -> FailureRecord | None:
         return self.failures[-1] if self.failures else None
 
     # -- scheduling --------------------------------------------------------------------------------
     async def start(self) -> None:
         try:
-            await self._schedule()
+            await self._schedule(self.initial_restore)
         except Exception as e:  # noqa: BLE001 - a job that cannot be scheduled fails with the reason
             self.failures.append(FailureRecord(int(time.time() * 1000), "scheduler", repr(e), self.attempt))
             self._set_state("FAILED")
@@ -246,6 +302,7 @@ class JobMaster:
         self._reset_subtasks()
         try:
             restore = await self.checkpointing.restore_point() if self.checkpointing is not None else None
+            restore = restore or self.initial_restore
             if restore is not None:
                 log.info("Job %s attempt %d restores checkpoint %d", self.job_id, self.attempt, restore.checkpoint_id)
             await self._schedule(restore)

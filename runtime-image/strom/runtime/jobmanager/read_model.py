@@ -304,6 +304,15 @@ class JobCheckpoints:
 # -- errors a view raises -------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class SavepointStatus:
+    """One savepoint operation: IN_PROGRESS, or COMPLETED with a location or a failure message."""
+
+    status: str
+    location: str | None = None
+    failure: str | None = None
+
+
 class RestHandlerError(Exception):
     """An error with the HTTP status Flink answers it with; the message goes to {"errors": [...]}."""
 
@@ -365,6 +374,16 @@ class JobManagerView(Protocol):
 
     def job_metrics(self, jid: JobId) -> Mapping[str, float]:
         """Job-scope metrics (uptime, numRestarts, checkpoint figures) by Flink name."""
+        ...
+
+    def trigger_savepoint(self, jid: JobId, target_directory: str | None, *, then: str | None) -> str:
+        """Start a savepoint and return its trigger id; `then` ('FINISHED' = stop, 'CANCELED' =
+        cancel-job) ends the job after it. `ConflictError` when the job cannot take one now,
+        `BadRequestError` when no target directory is known."""
+        ...
+
+    def savepoint_status(self, jid: JobId, trigger_id: str) -> SavepointStatus:
+        """The operation of `trigger_id`; `NotFoundError` for an unknown trigger id."""
         ...
 
     def taskmanagers(self) -> list[TaskManagerInfo]: ...

@@ -172,6 +172,49 @@ async def job_checkpoints(request: web.Request) -> web.Response:
     return _json(msg.checkpoints_json(_view(request).checkpoints(_job_id(request))))
 
 
+async def _json_body(request: web.Request) -> dict[str, Any]:
+    if not request.can_read_body:
+        return {}
+    try:
+        body = await request.json()
+    except ValueError:
+        raise BadRequestError(f"Bad request: the body of {request.method} {request.path} is not JSON") from None
+    if not isinstance(body, dict):
+        raise BadRequestError(f"Bad request: the body of {request.method} {request.path} must be a JSON object")
+    return body
+
+
+def _optional(body: dict[str, Any], key: str, kind: type) -> Any:
+    value = body.get(key)
+    if value is not None and not isinstance(value, kind):
+        raise BadRequestError(f"Bad request: {key!r} must be a {kind.__name__}, got {value!r}")
+    return value
+
+
+async def trigger_savepoint(request: web.Request) -> web.Response:
+    jid, body = _job_id(request), await _json_body(request)
+    target = _optional(body, "target-directory", str)
+    then = "CANCELED" if _optional(body, "cancel-job", bool) else None
+    return _json(msg.savepoint_trigger_json(_view(request).trigger_savepoint(jid, target, then=then)), status=202)
+
+
+async def stop_with_savepoint(request: web.Request) -> web.Response:
+    jid, body = _job_id(request), await _json_body(request)
+    target = _optional(body, "targetDirectory", str)
+    if _optional(body, "drain", bool):
+        raise BadRequestError(
+            "Bad request: 'drain': true is not supported by this JobManager: its sources cannot emit the final "
+            "watermark on request; stop without drain (event-time windows then fire after the restore)"
+        )
+    trigger_id = _view(request).trigger_savepoint(jid, target, then="FINISHED")
+    return _json(msg.savepoint_trigger_json(trigger_id), status=202)
+
+
+async def savepoint_status(request: web.Request) -> web.Response:
+    jid, tid = _job_id(request), request.match_info["triggerid"]
+    return _json(msg.savepoint_status_json(_view(request).savepoint_status(jid, tid)))
+
+
 async def vertex_details(request: web.Request) -> web.Response:
     view, jid, vid = _view(request), _job_id(request), _vertex_id(request)
     vertex = view.vertex(jid, vid)
@@ -234,6 +277,9 @@ def create_rest_app(
     r.add_get("/jobs/{jobid}/exceptions", job_exceptions)
     r.add_get("/jobs/{jobid}/metrics", job_metrics)
     r.add_get("/jobs/{jobid}/checkpoints", job_checkpoints)
+    r.add_post("/jobs/{jobid}/savepoints", trigger_savepoint)
+    r.add_get("/jobs/{jobid}/savepoints/{triggerid}", savepoint_status)
+    r.add_post("/jobs/{jobid}/stop", stop_with_savepoint)
     r.add_get("/jobs/{jobid}/vertices/{vertexid}", vertex_details)
     r.add_get("/jobs/{jobid}/vertices/{vertexid}/subtasks/metrics", subtask_metrics)
     r.add_get("/jobs/{jobid}/vertices/{vertexid}/backpressure", backpressure)

@@ -21,6 +21,7 @@ from strom.runtime.jobmanager.read_model import (
     JobExceptions,
     JobPlan,
     JobSummary,
+    SavepointStatus,
     SubtaskDetails,
     SubtaskMetrics,
     TaskManagerInfo,
@@ -458,3 +459,21 @@ def backpressure_json(v: VertexDetails, metrics: SubtaskMetrics, now: int) -> Js
         return {"status": "deprecated"}
     worst = max(s["ratio"] for s in subtasks)
     return {"status": "ok", "backpressure-level": backpressure_level(worst), "end-timestamp": now, "subtasks": subtasks}
+
+
+# -- savepoints -----------------------------------------------------------------------------------
+
+
+def savepoint_trigger_json(trigger_id: str) -> Json:
+    """202 answer of POST /jobs/:jobid/savepoints and /stop: Flink's TriggerResponse."""
+    return {"request-id": trigger_id}
+
+
+def savepoint_status_json(s: SavepointStatus) -> Json:
+    """GET /jobs/:jobid/savepoints/:triggerid: Flink's AsynchronousOperationResult."""
+    if s.status != "COMPLETED":
+        return {"status": {"id": s.status}, "operation": None}
+    if s.failure is not None:
+        cause = {"class": "org.apache.flink.runtime.checkpoint.CheckpointException", "stack-trace": s.failure}
+        return {"status": {"id": "COMPLETED"}, "operation": {"failure-cause": cause}}
+    return {"status": {"id": "COMPLETED"}, "operation": {"location": s.location}}

@@ -7,6 +7,7 @@ import os
 import time
 from collections.abc import Mapping
 
+from strom.common.config_options import ConfigError
 from strom.common.job_payload import decode_job
 from strom.runtime.checkpoint.stats import CheckpointStats
 from strom.runtime.jobmanager.dispatcher import JobManager
@@ -28,6 +29,7 @@ from strom.runtime.jobmanager.read_model import (
     JobSummary,
     NotFoundError,
     RestoredCheckpointEntry,
+    SavepointStatus,
     SubtaskDetails,
     SubtaskMetrics,
     TaskManagerId,
@@ -36,6 +38,7 @@ from strom.runtime.jobmanager.read_model import (
     VertexId,
     plan_from_job_graph,
 )
+from strom.runtime.jobmanager.savepoint_operations import SavepointRefused
 
 
 def _ms(t: float) -> int:
@@ -178,6 +181,21 @@ class DispatcherView:
             else RestoredCheckpointEntry(r.checkpoint_id, r.restore_timestamp, r.external_path, r.is_savepoint),
             history=tuple(e for c in s.history if (e := _checkpoint_entry(c)) is not None),
         )
+
+    def trigger_savepoint(self, jid: JobId, target_directory: str | None, *, then: str | None) -> str:
+        job = self._job(jid)
+        try:
+            return job.trigger_savepoint(target_directory, then=then)
+        except SavepointRefused as e:
+            raise ConflictError(str(e)) from None
+        except ConfigError as e:  # no target directory, or one that is not a storage URI
+            raise BadRequestError(f"Bad request: {e}") from None
+
+    def savepoint_status(self, jid: JobId, trigger_id: str) -> SavepointStatus:
+        op = self._job(jid).savepoints.get(trigger_id)
+        if op is None:
+            raise NotFoundError(f"Savepoint operation {trigger_id} not found for job {jid}")
+        return SavepointStatus(op.status, op.location, op.failure)
 
     def job_metrics(self, jid: JobId) -> Mapping[str, float]:
         job = self._job(jid)

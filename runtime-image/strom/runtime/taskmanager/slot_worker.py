@@ -131,7 +131,9 @@ class SlotWorker:
                 for ev in built:
                     ev.task.enable_checkpointing(writer, (ev.vertex.id, ev.subtask_index))
             if msg.restore is not None:
-                storage = checkpoint_storage_for(graph.config.get(opts.CHECKPOINTS_DIR), graph.config)
+                # a savepoint names its own storage; a checkpoint lives in the job's checkpoint storage
+                root = msg.restore.storage_uri or graph.config.get(opts.CHECKPOINTS_DIR)
+                storage = checkpoint_storage_for(root, graph.config)
                 metadata = read_metadata(storage, msg.restore.directory)
                 operators = (op for ev in built for op in ev.task.operators)
                 restore_operators(storage, msg.restore.directory, metadata, operators)

@@ -1,0 +1,108 @@
+"""Savepoints: where one goes, how a completed checkpoint becomes one, and whether a job may restore it.
+
+A savepoint is a checkpoint triggered on demand (`CheckpointCoordinator.trigger_savepoint`). Its
+tasks write their state like any checkpoint's; on completion `finalize_savepoint` copies the
+state files into `<target>/savepoint-<job6>-<random>/` and writes a `_metadata` with
+`is_savepoint: true` whose paths are relative to that directory, so the directory is
+self-contained and can be moved. Savepoints never enter the `CompletedCheckpointStore`, so
+retention never subsumes or deletes them.
+
+`unclaimed_operators` is the restore check: state of an operator uid the new job lacks fails the
+restore unless `execution.savepoint.ignore-unclaimed-state` (Flink's allowNonRestoredState).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from strom.common import config_options as opts
+from strom.common.config_options import ConfigError
+from strom.runtime.checkpoint.layout import resolve_relative, savepoint_dir_name
+from strom.runtime.checkpoint.metadata import CheckpointMetadata, OperatorSnapshotRef, read_metadata, write_metadata
+from strom.runtime.checkpoint.storage import CheckpointStorage, checkpoint_storage_for
+
+SavepointCallback = Callable[[str | None, str | None], None]  # (location URI, failure message)
+
+
+@dataclass(frozen=True, slots=True)
+class SavepointTarget:
+    """Where one requested savepoint is written, and whom to tell: `on_done(location, None)` when it
+    completed, `on_done(None, reason)` when it failed."""
+
+    storage: CheckpointStorage
+    directory: str  # relative to the storage root: 'savepoint-<job6>-<random>'
+    on_done: SavepointCallback
+
+    @property
+    def location(self) -> str:
+        return self.storage.uri_of(self.directory)
+
+
+def savepoint_target_uri(requested: str | None, *configs: Any) -> str:
+    """The target directory of a savepoint: the request's, else `state.savepoints.dir` of the first
+    configuration that sets it; a `ConfigError` naming both keys when neither is given."""
+    if requested:
+        return requested
+    for config in configs:
+        value = config.get(opts.SAVEPOINTS_DIR) if config is not None else None
+        if value:
+            return str(value)
+    raise ConfigError(
+        "no savepoint target directory: give 'target-directory' (REST) or a directory argument (CLI), "
+        f"or set '{opts.SAVEPOINTS_DIR.key}' in the job's or the cluster's configuration"
+    )
+
+
+def new_savepoint_target(job_id: str, target_uri: str, config: Any, on_done: SavepointCallback) -> SavepointTarget:
+    """A fresh `savepoint-<job6>-<random>` directory under `target_uri`."""
+    return SavepointTarget(checkpoint_storage_for(target_uri, config), savepoint_dir_name(job_id), on_done)
+
+
+def finalize_savepoint(
+    source: CheckpointStorage, checkpoint_directory: str, metadata: CheckpointMetadata, target: SavepointTarget
+) -> str:
+    """Copy a completed checkpoint's state files into the savepoint directory, then write its
+    `_metadata` (last, so an interrupted copy never looks complete); returns the location URI."""
+    renamed: dict[str, str] = {}
+    for relative in metadata.files():
+        # one flat directory: a file referenced as '../shared/x' keeps a name inside the savepoint
+        name = relative.replace("../", "").replace("/", "_")
+        renamed[relative] = name
+        data = source.read_bytes(resolve_relative(checkpoint_directory, relative))
+        target.storage.write_bytes(f"{target.directory}/{name}", data)
+    operators = {uid: _renamed(op, renamed) for uid, op in metadata.operators.items()}
+    savepoint = replace(metadata, is_savepoint=True, operators=operators)
+    write_metadata(target.storage, target.directory, savepoint)
+    return target.location
+
+
+def _renamed(op: OperatorSnapshotRef, renamed: Mapping[str, str]) -> OperatorSnapshotRef:
+    return replace(
+        op,
+        keyed={r: renamed[p] for r, p in op.keyed.items()},
+        operator_state={i: renamed[p] for i, p in op.operator_state.items()},
+        shared_files=(),
+    )
+
+
+def unclaimed_operators(metadata: CheckpointMetadata, job_uids: Iterable[str]) -> list[str]:
+    """Operator uids with state in the savepoint that the job does not have, sorted."""
+    present = set(job_uids)
+    return sorted(uid for uid in metadata.operators if uid not in present)
+
+
+def check_savepoint_restore(
+    path: str, job_uids: Iterable[str], *, allow_non_restored: bool, config: Any
+) -> CheckpointMetadata:
+    """The savepoint's metadata; a `ValueError` when it cannot be restored into a job with `job_uids`."""
+    metadata = read_metadata(path, config=config)
+    unclaimed = unclaimed_operators(metadata, job_uids)
+    if unclaimed and not allow_non_restored:
+        raise ValueError(
+            f"the savepoint {path} holds state of operator uid(s) {', '.join(repr(u) for u in unclaimed)} that the "
+            f"job does not have; give the operator(s) back their uid, or restore anyway with "
+            f"--allow-non-restored-state ('{opts.SAVEPOINT_IGNORE_UNCLAIMED_STATE.key}: true')"
+        )
+    return metadata

@@ -1,0 +1,197 @@
+"""Savepoints on a session cluster of real processes: triggered through REST, stop-with-savepoint,
+and jobs restored from them at other keyed parallelisms, from a moved directory, and without one
+of the savepoint's operators.
+
+The job sums values per key (source -> key_by -> reduce -> sink). Its output is read as the
+largest sum seen per key: a restored job's sums continue from the savepoint's state, so the
+restored job's own output ends at the plain-Python reference only if that state was restored
+exactly (lost state would give smaller sums, state restored twice larger ones).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.engine.cluster_testing import SessionCluster, wait_until
+from tests.engine.test_cluster import final_sums, reference, submit
+
+COUNT = 6000
+RATE = 2000.0  # records/s over both source subtasks: the first job runs ~3 s, long enough to stop it
+
+
+def sums_job(tmp_path: Path, name: str, *, keyed_parallelism: int, sums_uid: str = "sums") -> tuple[str, Path]:
+    """A job file whose reduce runs at `keyed_parallelism` (everything else at 2); its output dir."""
+    out = tmp_path / f"out-{name}"
+    job = tmp_path / f"{name}.py"
+    conf = {"execution.checkpointing.interval": "200 ms", "state.checkpoints.dir": f"file://{tmp_path / 'chk'}"}
+    job.write_text(
+        textwrap.dedent(f"""
+        from strom.common import Configuration, Encoder, WatermarkStrategy
+        from strom.datastream import StreamExecutionEnvironment
+        from strom.datastream.connectors import DataGeneratorSource
+        from strom.datastream.connectors.file_system import FileSink, BucketAssigner
+
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism(2)
+        env.configure(Configuration({conf!r}))
+        src = env.from_source(DataGeneratorSource(lambda i: (i % 13, i), {COUNT}, {RATE!r}),
+                              WatermarkStrategy.no_watermarks(), "numbers").uid("numbers")
+        sums = (src.key_by(lambda e: e[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+                .uid({sums_uid!r}).set_parallelism({keyed_parallelism}))
+        sink = (FileSink.for_row_format({str(out)!r}, Encoder.simple_string_encoder())
+                .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner()).build())
+        sums.map(lambda s: f"{{s[0]}} {{s[1]}}").uid("format").sink_to(sink).uid("sink")
+        env.execute("savepointed sums {name}")
+    """)
+    )
+    return str(job), out
+
+
+def post(cluster: SessionCluster, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{cluster.rest_port}{path}",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def savepoint_location(cluster: SessionCluster, job_id: str, trigger_id: str) -> str:
+    answer = wait_until(
+        lambda: (a := cluster.get(f"/jobs/{job_id}/savepoints/{trigger_id}"))["status"]["id"] == "COMPLETED" and a,
+        what="the savepoint to complete",
+    )
+    assert "location" in answer["operation"], answer
+    return answer["operation"]["location"]
+
+
+def local(uri: str) -> Path:
+    assert uri.startswith("file://"), uri
+    return Path(uri[len("file://") :])
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One cluster; a keyed job at parallelism 2 that took a savepoint through REST and was then
+    stopped with a second one."""
+    tmp_path = tmp_path_factory.mktemp("savepoints")
+    cluster = SessionCluster(taskmanagers=2, slots=2)
+    try:
+        job, _ = sums_job(tmp_path, "first", keyed_parallelism=2)
+        job_id = submit(cluster, job)
+        cluster.wait_for_state(job_id, ("RUNNING",))
+        status, answer = post(cluster, f"/jobs/{job_id}/savepoints", {"target-directory": str(tmp_path / "sp")})
+        assert status == 202, answer
+        running_savepoint = savepoint_location(cluster, job_id, answer["request-id"])
+        proc = cluster.cli("savepoint", job_id, str(tmp_path / "cli"))
+        assert proc.returncode == 0, proc.stderr
+        cli_savepoint = proc.stdout.strip().splitlines()[-1].removeprefix("Savepoint completed. Path: ")
+        status, answer = post(cluster, f"/jobs/{job_id}/stop", {"targetDirectory": str(tmp_path / "stop")})
+        assert status == 202, answer
+        stop_trigger = answer["request-id"]
+        assert cluster.wait_for_state(job_id, ("FINISHED", "FAILED", "CANCELED")) == "FINISHED"
+        # the result stays readable after the job ended: the operator polls it after a stop
+        stop_savepoint = savepoint_location(cluster, job_id, stop_trigger)
+        yield {
+            "cluster": cluster,
+            "tmp": tmp_path,
+            "job_id": job_id,
+            "running": running_savepoint,
+            "cli": cli_savepoint,
+            "stopped": stop_savepoint,
+        }
+    finally:
+        cluster.close()
+
+
+def run_restored(scenario: Any, name: str, savepoint: str, *extra: str, **job: Any) -> dict[int, int]:
+    cluster = scenario["cluster"]
+    path, out = sums_job(scenario["tmp"], name, **job)
+    proc = cluster.cli("submit", path, "--from-savepoint", savepoint, *extra)
+    assert proc.returncode == 0, proc.stderr
+    job_id = proc.stdout.strip().split()[-1]
+    assert cluster.wait_for_state(job_id, ("FINISHED", "FAILED")) == "FINISHED"
+    return final_sums(out)
+
+
+def test_savepoint_is_a_self_contained_directory_marked_as_savepoint(scenario):
+    directory = local(scenario["running"])
+    assert directory.parent == scenario["tmp"] / "sp"
+    assert directory.name.startswith(f"savepoint-{scenario['job_id'][:6]}-")
+    metadata = json.loads((directory / "_metadata").read_text())
+    assert metadata["is_savepoint"] is True
+    assert {"numbers", "sums", "format", "sink"} <= set(metadata["operators"])
+    for op in metadata["operators"].values():
+        for path in [*op["keyed"].values(), *op["operator_state"].values()]:
+            assert "/" not in path and (directory / path).is_file()
+
+
+@pytest.mark.parametrize("keyed_parallelism", [1, 4])
+def test_restore_at_another_keyed_parallelism_continues_exactly(scenario, keyed_parallelism):
+    sums = run_restored(scenario, f"p{keyed_parallelism}", scenario["stopped"], keyed_parallelism=keyed_parallelism)
+    assert sums == reference(COUNT)
+
+
+def test_moved_savepoint_directory_restores(scenario):
+    moved = scenario["tmp"] / "moved" / "renamed-savepoint"
+    moved.parent.mkdir()
+    shutil.copytree(local(scenario["running"]), moved)
+    sums = run_restored(scenario, "moved", f"file://{moved}", keyed_parallelism=2)
+    assert sums == reference(COUNT)
+
+
+def test_restore_without_an_operator_of_the_savepoint_fails_unless_allowed(scenario):
+    cluster = scenario["cluster"]
+    path, _ = sums_job(scenario["tmp"], "renamed", keyed_parallelism=2, sums_uid="sums-v2")
+    proc = cluster.cli("submit", path, "--from-savepoint", scenario["stopped"])
+    assert proc.returncode != 0
+    assert "'sums'" in proc.stderr and "allow-non-restored-state" in proc.stderr, proc.stderr
+    # allowed: the sums start from nothing, so they are those of the records after the savepoint
+    sums = run_restored(
+        scenario,
+        "renamed-allowed",
+        scenario["stopped"],
+        "--allow-non-restored-state",
+        keyed_parallelism=2,
+        sums_uid="sums-v2",
+    )
+    assert set(sums) == set(reference(COUNT))
+    assert all(sums[k] < reference(COUNT)[k] for k in sums)
+
+
+def test_savepoint_command_prints_the_location_of_a_complete_savepoint(scenario):
+    directory = local(scenario["cli"])
+    assert directory.parent == scenario["tmp"] / "cli"
+    assert json.loads((directory / "_metadata").read_text())["is_savepoint"] is True
+
+
+def test_stop_command_of_an_ended_job_fails_naming_its_state(scenario):
+    proc = scenario["cluster"].cli("stop", scenario["job_id"], "--savepoint-path", str(scenario["tmp"] / "late"))
+    assert proc.returncode == 1
+    assert "FINISHED" in proc.stderr and "409" in proc.stderr, proc.stderr
+
+
+def test_unknown_savepoint_trigger_id_is_not_found(scenario):
+    job_id = scenario["job_id"]
+    with pytest.raises(urllib.error.HTTPError) as e:
+        scenario["cluster"].get(f"/jobs/{job_id}/savepoints/{'0' * 32}")
+    assert e.value.code == 404
+
+
+def test_savepoint_without_a_target_directory_names_the_keys(scenario):
+    status, answer = post(scenario["cluster"], f"/jobs/{scenario['job_id']}/savepoints", {})
+    assert status == 400, answer
+    assert "target-directory" in answer["errors"][0] and "state.savepoints.dir" in answer["errors"][0]
