@@ -16,7 +16,7 @@ class OutputTag:
         return isinstance(other, OutputTag) and other.tag_id == self.tag_id
 
     def __hash__(self) -> int:
-        return hash(self.tag_id)
+        return hash(self.tag_id)  # in-process dict lookups only; never a partition or file name
 
     def __repr__(self) -> str:
         return f"OutputTag({self.tag_id!r})"
