@@ -66,11 +66,9 @@ class TaskGateway(Protocol):
 
     def not_running(self) -> list[TaskKey]:
         """The tasks not RUNNING now (a checkpoint is only triggered when this is empty)."""
-        ...
 
     def trigger(self, checkpoint_id: int, timestamp_ms: int) -> None:
         """Make the source tasks start the checkpoint; barriers carry it to everyone else."""
-        ...
 
     def notify_complete(self, checkpoint_id: int) -> None: ...
 

@@ -29,35 +29,27 @@ class CheckpointStorage(Protocol):
     @property
     def root_uri(self) -> str:
         """The URI of the root, e.g. 'file:///data/checkpoints' or 's3://bucket/prefix'."""
-        ...
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """Create or replace the object atomically."""
-        ...
 
     def read_bytes(self, path: str) -> bytes:
         """The object's content; `StorageObjectNotFoundError` if it does not exist."""
-        ...
 
     def exists(self, path: str) -> bool:
         """Whether the object exists (directories are not objects)."""
-        ...
 
     def list(self, prefix: str = "") -> list[str]:
         """Sorted root-relative paths of all objects under the directory `prefix` ('' = everything)."""
-        ...
 
     def delete(self, path: str) -> None:
         """Delete the object; deleting a missing object is not an error (discarding is idempotent)."""
-        ...
 
     def delete_prefix(self, prefix: str) -> None:
         """Delete every object under the directory `prefix`."""
-        ...
 
     def uri_of(self, path: str) -> str:
         """The full URI of a root-relative path, for messages and for the REST API's locations."""
-        ...
 
 
 def uri_scheme(uri: str) -> str:

@@ -346,7 +346,6 @@ class JobManagerView(Protocol):
 
     def config(self) -> Mapping[str, str]:
         """The JobManager's effective configuration (Flink keys -> values as text)."""
-        ...
 
     def jobs(self) -> list[JobSummary]: ...
 
@@ -359,32 +358,26 @@ class JobManagerView(Protocol):
     def cancel(self, jid: JobId) -> None:
         """Start cancelling; returns at once. `ConflictError` when the job is already terminal.
         An implementation may also be a coroutine function: the handler awaits the result."""
-        ...
 
     def vertex(self, jid: JobId, vid: VertexId) -> VertexDetails: ...
 
     def checkpoints(self, jid: JobId) -> JobCheckpoints:
         """Checkpoint counts, latest ones and history (all zero/empty when checkpointing is off)."""
-        ...
 
     def subtask_metrics(self, jid: JobId, vid: VertexId) -> SubtaskMetrics:
         """Latest metrics of each subtask of the vertex: Flink's task metric names
         (numRecordsInPerSecond, busyTimeMsPerSecond, backPressuredTimeMsPerSecond, ...)."""
-        ...
 
     def job_metrics(self, jid: JobId) -> Mapping[str, float]:
         """Job-scope metrics (uptime, numRestarts, checkpoint figures) by Flink name."""
-        ...
 
     def trigger_savepoint(self, jid: JobId, target_directory: str | None, *, then: str | None) -> str:
         """Start a savepoint and return its trigger id; `then` ('FINISHED' = stop, 'CANCELED' =
         cancel-job) ends the job after it. `ConflictError` when the job cannot take one now,
         `BadRequestError` when no target directory is known."""
-        ...
 
     def savepoint_status(self, jid: JobId, trigger_id: str) -> SavepointStatus:
         """The operation of `trigger_id`; `NotFoundError` for an unknown trigger id."""
-        ...
 
     def taskmanagers(self) -> list[TaskManagerInfo]: ...
 
@@ -393,8 +386,6 @@ class JobManagerView(Protocol):
     async def submit(self, payload: bytes, content_type: str) -> JobId:
         """Accept a job payload (strom.common.job_payload) and return its job id; a payload that
         does not decode raises `BadRequestError`."""
-        ...
 
     def rest_address(self) -> str:
         """"host:port" the REST endpoint is bound to (the real port when configured as 0)."""
-        ...

@@ -10,6 +10,7 @@ from typing import Any
 
 from strom.connectors.sink_base import SinkInitContext
 from strom.runtime.operators.base import StreamOperator
+from strom.runtime.operators.sinks import write_each
 
 
 class _WriterContext:
@@ -44,17 +45,8 @@ class SinkWriterOperator(StreamOperator):
         self._write = self.writer.write
         self._wctx = _WriterContext(self)
 
-    # hot path: called per batch, loops per record
     def process_batch(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
-        write, wctx = self._write, self._wctx
-        if timestamps is None:
-            wctx._ts = None
-            for v in values:
-                write(v, wctx)
-        else:
-            for v, t in zip(values, timestamps, strict=True):
-                wctx._ts = t
-                write(v, wctx)
+        write_each(self._write, self._wctx, values, timestamps)
 
     def finish(self) -> None:
         self.writer.flush(True)

@@ -67,6 +67,19 @@ class SinkContext:
         return self._op.current_watermark
 
 
+def write_each(write: Any, ctx: Any, values: list[Any], timestamps: list[Any] | None) -> None:
+    """Hand each record to a per-record sink call with its timestamp on `ctx._ts`."""
+    # hot path: one call per record
+    if timestamps is None:
+        ctx._ts = None
+        for v in values:
+            write(v, ctx)
+    else:
+        for v, t in zip(values, timestamps, strict=True):
+            ctx._ts = t
+            write(v, ctx)
+
+
 class SinkFunctionOperator(StreamOperator):
     def open(self) -> None:
         super().open()
@@ -74,15 +87,7 @@ class SinkFunctionOperator(StreamOperator):
         self._sctx = SinkContext(self)
 
     def process_batch(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
-        invoke, ctx = self._invoke, self._sctx
-        if timestamps is None:
-            ctx._ts = None
-            for v in values:
-                invoke(v, ctx)
-        else:
-            for v, t in zip(values, timestamps, strict=True):
-                ctx._ts = t
-                invoke(v, ctx)
+        write_each(self._invoke, self._sctx, values, timestamps)
 
     def finish(self) -> None:
         finish = getattr(self.function, "finish", None)
