@@ -13,7 +13,7 @@ from typing import Any
 from strom_operator.crd import GROUP, KIND, VERSION
 
 MANAGED_BY = "strom-operator"
-COMPONENTS = ("jobmanager", "taskmanager", "config")
+COMPONENTS = ("jobmanager", "taskmanager", "config", "autoscaler")
 
 REST_PORT = 8081
 RPC_PORT = 6123

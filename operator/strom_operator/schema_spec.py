@@ -30,6 +30,10 @@ def _duration(description: str, *, default: str | None = None) -> Schema:
                   default=default, pattern=DURATION_PATTERN)
 
 
+def _number(description: str, *, default: float) -> Schema:
+    return {"type": "number", "description": description, "minimum": 0, "maximum": 1, "default": default}
+
+
 def _resources(description: str, *, cpu: str, memory: str) -> Schema:
     return obj(description, {
         "cpu": string(
@@ -117,13 +121,33 @@ S3 = obj("Access to S3 or an S3-compatible store for checkpoints and savepoints.
         "They reach the pods as environment variables, never the ConfigMap or the status."),
 }, default={})
 
-AUTOSCALER = {
-    **obj("The job autoscaler: adjusts parallelism from busy time, processing rates and back pressure.", {
-        "enabled": boolean("Let the operator change the job's parallelism.", default=False),
-    }, default={}),
-    # The autoscaler's own fields are settled with the autoscaler; keep them until then.
-    "x-kubernetes-preserve-unknown-fields": True,
-}
+AUTOSCALER = obj(
+    "The job autoscaler: sets each job vertex's parallelism from its busy time, processing rate and the "
+    "sources' input rate and backlog (the Flink Kubernetes Operator's algorithm), and the TaskManager count "
+    "from the slots needed.", {
+        "enabled": boolean("Let the operator collect scaling metrics and evaluate the job's parallelism.",
+                           default=False),
+        "mode": string("'scale' applies the recommended parallelism (a rescale through a savepoint); 'advise' "
+                       "only writes the recommendation to status.scaling.", enum=("scale", "advise"),
+                       default="scale"),
+        "metricsInterval": _duration("How often the JobManager's metrics are sampled.", default="15 s"),
+        "metricsWindow": _duration("The sliding window of samples that a decision averages over; a decision "
+                                   "needs a full window.", default="10 min"),
+        "stabilization": _duration("Time after each (re)start of the job before samples count (start-up "
+                                   "and catch-up distort the rates).", default="5 min"),
+        "targetUtilization": _number("The busy fraction each vertex is sized for, in (0, 1].", default=0.7),
+        "utilizationBoundary": _number("Dead band around targetUtilization: no change while a vertex's "
+                                       "utilization stays within targetUtilization +- this.", default=0.3),
+        "catchUpDuration": _duration("The sources' backlog is to be worked off within this time, on top of "
+                                     "the input rate.", default="5 min"),
+        "scaleDownDelay": _duration("A scale-down is applied only after it has been recommended for this "
+                                    "long, at the highest parallelism recommended meanwhile.", default="1 h"),
+        "minParallelism": integer("Lowest parallelism the autoscaler gives a vertex.", minimum=1, default=1),
+        "maxParallelism": integer("Highest parallelism the autoscaler gives a vertex (unset: the job's "
+                                  "maxParallelism, which always bounds it).", minimum=1),
+        "maxRescalesPerHour": integer("Rescales allowed in any hour, upgrades and restarts of the job "
+                                      "counted too.", minimum=1, default=2),
+    }, default={})
 
 SPEC: Schema = obj("Desired state of a Strom streaming (or batch) job on Kubernetes.", {
     "image": string("Container image holding the Strom runtime and the job's code."),

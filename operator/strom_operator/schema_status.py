@@ -8,11 +8,56 @@ from __future__ import annotations
 
 from strom_operator.schema_types import Schema, array, free_object, integer, obj, string
 
+AUTOSCALER_REASONS = ("Disabled", "WaitingForStabilization", "WaitingForMetrics", "RescaleInProgress",
+                      "WithinDeadBand", "ScaleDownDelayed", "BudgetExhausted", "Advised", "Rescaled")
+
 LIFECYCLE_STATES = ("CREATED", "DEPLOYED", "STABLE", "UPGRADING", "SUSPENDED", "FAILED",
                     "ROLLING_BACK", "ROLLED_BACK", "DELETING")
 UPGRADE_STEPS = ("STOP_WITH_SAVEPOINT", "DELETE_DEPLOYMENTS", "DEPLOY", "SAVEPOINT_FAILED")
 SAVEPOINT_KINDS = ("manual", "periodic", "upgrade", "suspend", "deletion")
 TIMESTAMP = "RFC 3339 UTC time, e.g. 2024-05-01T12:00:00Z."
+
+
+def _number(description: str) -> Schema:
+    return {"type": "number", "description": description}
+
+
+def _int_map(description: str) -> Schema:
+    return {"type": "object", "description": description, "additionalProperties": {"type": "integer"}}
+
+
+AUTOSCALER_VERTEX = obj("The figures of one job vertex.", {
+    "vertexId": string("Job vertex id."),
+    "name": string("Job vertex name."),
+    "parallelism": integer("Parallelism the vertex runs at."),
+    "recommendedParallelism": integer("Parallelism the autoscaler recommends for it."),
+    "inputRate": _number("Records in per second, summed over subtasks, averaged over the metrics window."),
+    "busyTimeMsPerSecond": _number("Busy time of the busiest subtask, averaged over the metrics window."),
+    "backPressuredTimeMsPerSecond": _number("Back-pressured time of the most back-pressured subtask, averaged."),
+    "trueProcessingRate": _number("Records per second the vertex could process at its parallelism if always "
+                                  "busy: input rate / busy fraction."),
+    "targetRate": _number("Records per second the vertex must process: the sources' input rate plus backlog "
+                          "catch-up, carried downstream by observed output ratios."),
+    "catchUpRate": _number("Part of a source's target rate that works off its backlog within catchUpDuration."),
+    "backlog": _number("Records a source still has to read (pendingRecords)."),
+    "utilization": _number("Target rate / true processing rate: the busy fraction the target asks for."),
+    "outcome": string("What was decided for this vertex, in words."),
+    "scaleDownAfter": string("A delayed scale-down applies from this time on. " + TIMESTAMP),
+})
+
+AUTOSCALER_DECISION = obj("The autoscaler's latest decision or non-decision, with the figures it used.", {
+    "time": string("When it was evaluated. " + TIMESTAMP),
+    "mode": string("spec.autoscaler.mode at the time.", enum=("scale", "advise")),
+    "action": string("'rescale' when new parallelism is applied, 'advise' when it is only recommended, "
+                     "'none' otherwise.", enum=("rescale", "advise", "none")),
+    "reason": string("Why, in one CamelCase word.", enum=AUTOSCALER_REASONS),
+    "message": string("The decision in words with its figures (also sent as an event)."),
+    "until": string("When the wait this decision reports ends, if known. " + TIMESTAMP),
+    "taskManagers": integer("TaskManagers the recommended parallelism needs."),
+    "rescalesInLastHour": integer("Rescales, upgrades and restarts of the job in the last hour."),
+    "recommendedParallelism": _int_map("Recommended parallelism per job vertex id."),
+    "vertices": array("Per job vertex figures.", AUTOSCALER_VERTEX),
+})
 
 
 def _savepoint(description: str) -> Schema:
@@ -55,10 +100,13 @@ STATUS: Schema = obj("Observed state of the job, and the operator's record of wh
         "restorePath": string("Savepoint or checkpoint the next deployment restores from."),
         "reason": string("Why the operator is waiting, rolled back or failed, in words."),
     }),
-    "scaling": obj("Parallelism and slots of the deployed job.", {
+    "scaling": obj("Parallelism and slots of the deployed job, and the autoscaler's latest decision.", {
         "parallelism": integer("Parallelism of the deployed job."),
         "taskManagers": integer("Number of TaskManager pods."),
         "slotsTotal": integer("TaskManagers times slots per TaskManager."),
+        "vertexParallelism": _int_map("Parallelism per job vertex id set by the autoscaler "
+                                      "(pipeline.jobvertex-parallelism-overrides)."),
+        "autoscaler": AUTOSCALER_DECISION,
     }),
     "restoredFrom": obj("What the running job restored its state from.", {
         "kind": string("Kind of snapshot restored.", enum=("savepoint", "checkpoint", "none")),

@@ -72,6 +72,43 @@ class S3Spec:
 
 
 @dataclass(frozen=True, slots=True)
+class AutoscalerSpec:
+    """spec.autoscaler as written (durations as Flink duration strings); autoscaler/settings.py reads it."""
+
+    enabled: bool = False
+    mode: str = "scale"  # scale | advise
+    metrics_interval: str = "15 s"
+    metrics_window: str = "10 min"
+    stabilization: str = "5 min"
+    target_utilization: float = 0.7
+    utilization_boundary: float = 0.3
+    catch_up_duration: str = "5 min"
+    scale_down_delay: str = "1 h"
+    min_parallelism: int = 1
+    max_parallelism: int | None = None
+    max_rescales_per_hour: int = 2
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> AutoscalerSpec:
+        return cls(bool(d.get("enabled", False)), d.get("mode", "scale"), d.get("metricsInterval", "15 s"),
+                   d.get("metricsWindow", "10 min"), d.get("stabilization", "5 min"),
+                   d.get("targetUtilization", 0.7), d.get("utilizationBoundary", 0.3),
+                   d.get("catchUpDuration", "5 min"), d.get("scaleDownDelay", "1 h"), d.get("minParallelism", 1),
+                   d.get("maxParallelism"), d.get("maxRescalesPerHour", 2))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "enabled": self.enabled, "mode": self.mode, "metricsInterval": self.metrics_interval,
+            "metricsWindow": self.metrics_window, "stabilization": self.stabilization,
+            "targetUtilization": self.target_utilization, "utilizationBoundary": self.utilization_boundary,
+            "catchUpDuration": self.catch_up_duration, "scaleDownDelay": self.scale_down_delay,
+            "minParallelism": self.min_parallelism, "maxRescalesPerHour": self.max_rescales_per_hour,
+        }
+        _put(out, "maxParallelism", self.max_parallelism)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class FlinkJobSpec:
     """The desired state of one FlinkJob. Mappings inside are treated as read-only."""
 
@@ -85,7 +122,7 @@ class FlinkJobSpec:
     checkpointing: CheckpointingSpec = CheckpointingSpec()
     savepoints: SavepointsSpec = SavepointsSpec()
     s3: S3Spec = S3Spec()
-    autoscaler: Mapping[str, Any] = field(default_factory=dict)
+    autoscaler: AutoscalerSpec = AutoscalerSpec()
     flink_configuration: Mapping[str, str] = field(default_factory=dict)
     restart_nonce: int | None = None
     pod_template: Mapping[str, Any] = field(default_factory=dict)
@@ -120,7 +157,7 @@ class FlinkJobSpec:
             savepoints=SavepointsSpec(sp.get("dir"), sp.get("periodicInterval"), sp["maxHistory"], sp["maxAge"],
                                       sp["onDeletion"]),
             s3=S3Spec(s3.get("endpoint"), s3.get("credentialsSecret")),
-            autoscaler=d["autoscaler"],
+            autoscaler=AutoscalerSpec.from_dict(d["autoscaler"]),
             flink_configuration={str(k): str(v) for k, v in (d.get("flinkConfiguration") or {}).items()},
             restart_nonce=d.get("restartNonce"),
             pod_template=d.get("podTemplate") or {},
@@ -153,7 +190,7 @@ class FlinkJobSpec:
         out["s3"] = {}
         _put(out["s3"], "endpoint", self.s3.endpoint)
         _put(out["s3"], "credentialsSecret", self.s3.credentials_secret)
-        out["autoscaler"] = copy.deepcopy(dict(self.autoscaler))
+        out["autoscaler"] = self.autoscaler.to_dict()
         _put(out, "flinkConfiguration", dict(self.flink_configuration) or None)
         _put(out, "restartNonce", self.restart_nonce)
         _put(out, "podTemplate", copy.deepcopy(dict(self.pod_template)) or None)
@@ -174,6 +211,11 @@ def _resources(r: Resources) -> dict[str, str]:
 _OPERATOR_ONLY = {
     "job": ("state", "savepointTriggerNonce"),
     "savepoints": ("periodicInterval", "maxHistory", "maxAge", "onDeletion"),
+    # The autoscaler's settings steer the operator; the parallelism it chooses reaches the job as
+    # per-vertex overrides through its own rescale, not as a spec change.
+    "autoscaler": ("enabled", "mode", "metricsInterval", "metricsWindow", "stabilization", "targetUtilization",
+                   "utilizationBoundary", "catchUpDuration", "scaleDownDelay", "minParallelism", "maxParallelism",
+                   "maxRescalesPerHour"),
 }
 
 

@@ -146,9 +146,22 @@ class Scaling:
     parallelism: int
     task_managers: int
     slots_total: int
+    # Per job vertex parallelism set by the autoscaler (pipeline.jobvertex-parallelism-overrides).
+    vertex_parallelism: Mapping[str, int] = field(default_factory=dict)
+    # The autoscaler's latest decision or non-decision with its figures (autoscaler.decisions.ScalingDecision).
+    autoscaler: Mapping[str, Any] | None = None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Scaling:
+        return cls(d.get("parallelism", 0), d.get("taskManagers", 0), d.get("slotsTotal", 0),
+                   dict(d.get("vertexParallelism") or {}), d.get("autoscaler"))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"parallelism": self.parallelism, "taskManagers": self.task_managers, "slotsTotal": self.slots_total}
+        out: dict[str, Any] = {"parallelism": self.parallelism, "taskManagers": self.task_managers,
+                               "slotsTotal": self.slots_total}
+        _put(out, "vertexParallelism", dict(self.vertex_parallelism) or None)
+        _put(out, "autoscaler", copy.deepcopy(dict(self.autoscaler)) if self.autoscaler is not None else None)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,8 +213,7 @@ class FlinkJobStatus:
             job_status=JobStatus.from_dict(d.get("jobStatus") or {}),
             savepoints=SavepointsStatus.from_dict(d.get("savepoints") or {}),
             reconciliation=Reconciliation.from_dict(d.get("reconciliation") or {}),
-            scaling=Scaling(sc.get("parallelism", 0), sc.get("taskManagers", 0), sc.get("slotsTotal", 0))
-            if sc else None,
+            scaling=Scaling.from_dict(sc) if sc else None,
             restored_from=RestoredFrom(rf.get("kind", "none"), rf.get("path"), rf.get("age", ""), rf.get("why", ""))
             if rf else None,
             conditions=tuple(Condition(c["type"], c["status"], c.get("reason", ""), c.get("message", ""),

@@ -15,6 +15,7 @@ from typing import Any
 from strom.common.config_options import ConfigError, parse_duration_ms
 from strom.common.configuration import validate_key
 
+from strom_operator.autoscaler.settings import autoscaler_spec_error
 from strom_operator.operator_options import OPERATOR_PREFIX, operator_option_error
 from strom_operator.spec import FlinkJobSpec
 
@@ -177,6 +178,7 @@ VALIDATORS: tuple[Callable[[FlinkJobSpec], str | None], ...] = (
     validate_state,
     lambda spec: validate_flink_configuration(spec.flink_configuration),
     validate_pod_templates,
+    autoscaler_spec_error,
 )
 
 
