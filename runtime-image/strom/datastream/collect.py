@@ -189,9 +189,9 @@ def collect_results(stream: DataStream, job_name: str | None, limit: int | None)
     sink_parallelism = graph.nodes[sink.id].parallelism
 
     from strom.datastream import stream_execution_environment as see
-    from strom.datastream.executors import load_executor
+    from strom.datastream.executors import executor_for
 
-    executor = see._context_executor if see._context_executor is not None else load_executor()
+    executor = executor_for(graph, see._context_executor)
     cancel = None
     if hasattr(executor, "start_job"):
         handle = executor.start_job(graph)

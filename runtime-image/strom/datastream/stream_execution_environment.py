@@ -259,18 +259,15 @@ class StreamExecutionEnvironment:
 
     def execute(self, job_name: str | None = None) -> JobExecutionResult:
         graph = self.get_stream_graph(job_name, clear_transformations=True)
-        executor = _context_executor
-        if executor is None:
-            from strom.datastream.executors import load_executor
+        from strom.datastream.executors import executor_for
 
-            executor = load_executor()
-        return executor(graph)
+        return executor_for(graph, _context_executor)(graph)
 
     def execute_async(self, job_name: str | None = None) -> Any:
         graph = self.get_stream_graph(job_name, clear_transformations=True)
-        from strom.datastream.executors import load_executor
+        from strom.datastream.executors import executor_for
 
-        executor = _context_executor if hasattr(_context_executor, "start_job") else load_executor()
+        executor = executor_for(graph, _context_executor if hasattr(_context_executor, "start_job") else None)
         return executor.start_job(graph)
 
     def close(self) -> None:

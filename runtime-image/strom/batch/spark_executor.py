@@ -1,0 +1,206 @@
+"""The BATCH executor: runs a bounded program's StreamGraph as one Spark job.
+
+Loaded by name (`strom.datastream.executors.BATCH_EXECUTOR`) when the runtime mode resolves to
+BATCH. It refuses what BATCH mode cannot run before touching Spark (`validation`), cuts the graph
+into stages (`plan`), and builds one RDD per stage: sources are `parallelize(range(p))` partitions
+each reading its subtask's share; a stage fed by a single forward edge runs on its producer's
+partitions (`mapPartitions`, no shuffle); any other input is a shuffle that routes records as the
+engine's partitioners do and sorts them per partition (`routing`). Sinks write from the executors;
+one action over the union of the sink stages runs the job. A stage read by several others is
+persisted so that its user functions run once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from functools import partial
+from typing import Any
+
+from strom.batch.plan import BatchPlan, StageInput, StageSpec, build_plan
+from strom.batch.routing import route_records, target_partition
+from strom.batch.spark_session import spark_session
+from strom.batch.stage_runner import run_stage
+from strom.batch.validation import validate_batch_graph
+from strom.datastream.stream_execution_environment import JobExecutionResult
+from strom.graph.stream_graph import StreamGraph
+from strom.runtime.local_executor import JobExecutionError
+
+_FORWARD = ("forward", "rescale")
+
+
+# -- what runs on the executors (module functions: they pickle by reference) ----------------------------
+def _run_source(spec: StageSpec, index: int, _ignored: Any) -> Any:
+    return run_stage(spec, index, ())
+
+
+def _run_forward(spec: StageSpec, route: int, index: int, records: Any) -> Any:
+    return run_stage(spec, index, ((1, v, t) for r, v, t in records if r == route))
+
+
+def _run_shuffled(spec: StageSpec, index: int, pairs: Any) -> Any:
+    return run_stage(spec, index, (payload for _, payload in pairs))
+
+
+def _route(inp: StageInput, consumer: StageSpec, producer: int, records: Any) -> Any:
+    return route_records(inp, consumer, producer, records)
+
+
+# -- the driver ---------------------------------------------------------------------------------------
+def _is_forward(spec: StageSpec) -> bool:
+    if len(spec.inputs) != 1 or spec.sort_by_time or spec.broadcast_first:
+        return False
+    inp = spec.inputs[0]
+    return inp.partitioner in _FORWARD and inp.producer_parallelism == spec.parallelism
+
+
+def stage_rdds(sc: Any, plan: BatchPlan) -> tuple[dict[str, Any], list[Any]]:
+    """One RDD per stage (vertex id -> RDD of (route, value, timestamp)) and those persisted."""
+    from pyspark import StorageLevel
+
+    rdds: dict[str, Any] = {}
+    persisted = []
+    for spec in plan.stages:
+        if spec.is_source:
+            rdd = sc.parallelize(range(spec.parallelism), spec.parallelism).mapPartitionsWithIndex(
+                partial(_run_source, spec)
+            )
+        elif _is_forward(spec):
+            upstream = rdds[spec.producer_stages[0]]
+            rdd = upstream.mapPartitionsWithIndex(partial(_run_forward, spec, spec.inputs[0].route))
+        else:
+            parts = [
+                rdds[producer].mapPartitionsWithIndex(partial(_route, inp, spec))
+                for inp, producer in zip(spec.inputs, spec.producer_stages, strict=True)
+            ]
+            keyed = parts[0] if len(parts) == 1 else sc.union(parts)
+            shuffled = keyed.repartitionAndSortWithinPartitions(spec.parallelism, target_partition)
+            rdd = shuffled.mapPartitionsWithIndex(partial(_run_shuffled, spec))
+        rdd.setName(spec.name)
+        if plan.consumers.get(spec.vertex_id, 0) > 1:
+            rdd.persist(StorageLevel.MEMORY_AND_DISK)
+            persisted.append(rdd)
+        rdds[spec.vertex_id] = rdd
+    return rdds, persisted
+
+
+class BatchJob:
+    """One execution of a StreamGraph on Spark."""
+
+    def __init__(self, graph: StreamGraph) -> None:
+        validate_batch_graph(graph)  # before Spark starts: a refused program fails fast
+        self.graph = graph
+        self.plan = build_plan(graph)
+        self.job_id = uuid.uuid4().hex
+        self.status = "CREATED"
+        self._sc: Any = None
+        self._done = threading.Event()
+        self._result: JobExecutionResult | None = None
+        self._error: BaseException | None = None
+
+    def run(self) -> JobExecutionResult:
+        start = time.time()
+        self.status = "RUNNING"
+        try:
+            session = spark_session(self.graph.config, self.graph.job_name)
+            sc = self._sc = session.sparkContext
+            sc.setJobGroup(self.job_id, f"Strom batch job {self.graph.job_name}", interruptOnCancel=True)
+            rdds, persisted = stage_rdds(sc, self.plan)
+            sinks = [rdds[s.vertex_id] for s in self.plan.sink_stages()]
+            try:
+                (sinks[0] if len(sinks) == 1 else sc.union(sinks)).count()
+            finally:
+                for rdd in persisted:
+                    rdd.unpersist()
+        except BaseException as e:
+            self.status = "CANCELED" if self.status == "CANCELLING" else "FAILED"
+            self._error = self._job_error(e)
+            raise self._error from e
+        finally:
+            self._done.set()
+        self.status = "FINISHED"
+        self._result = JobExecutionResult(self.job_id, int((time.time() - start) * 1000))
+        return self._result
+
+    def _job_error(self, e: BaseException) -> BaseException:
+        if isinstance(e, KeyboardInterrupt | JobExecutionError):
+            return e
+        name = self.graph.job_name
+        if self.status == "CANCELED":
+            return JobExecutionError(f"Job '{name}' ({self.job_id}) was cancelled", job_id=self.job_id)
+        text = str(e)
+        reason = _stage_failure_line(text) or f"{type(e).__name__}: {text}"
+        return JobExecutionError(
+            f"Job '{name}' ({self.job_id}) failed on Spark: {reason}\n{text}", job_id=self.job_id, trace=text
+        )
+
+    def start(self) -> None:
+        threading.Thread(target=self._run_quietly, name=f"strom-batch-{self.job_id}", daemon=True).start()
+
+    def _run_quietly(self) -> None:
+        try:
+            self.run()
+        except BaseException:  # noqa: BLE001 - kept for wait()
+            pass
+
+    def wait(self, timeout: float | None = None) -> JobExecutionResult:
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"job {self.job_id} still running after {timeout} s")
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    def cancel(self) -> None:
+        if self.status in ("FINISHED", "FAILED", "CANCELED"):
+            return
+        self.status = "CANCELLING"
+        if self._sc is not None:
+            self._sc.cancelJobGroup(self.job_id)
+
+
+def _stage_failure_line(text: str) -> str | None:
+    """The StageFailure message inside a Spark error (which wraps the worker's traceback)."""
+    for line in reversed(text.splitlines()):
+        if "StageFailure:" in line:
+            return line.split("StageFailure:", 1)[1].strip()
+    return None
+
+
+class BatchJobClient:
+    """PyFlink's JobClient for a BATCH job started with execute_async (or by execute_and_collect)."""
+
+    def __init__(self, job: BatchJob) -> None:
+        self._job = job
+
+    def get_job_id(self) -> str:
+        return self._job.job_id
+
+    def get_job_status(self) -> str:
+        return self._job.status
+
+    def cancel(self) -> None:
+        self._job.cancel()
+
+    def get_job_execution_result(self, timeout: float | None = None) -> JobExecutionResult:
+        return self._job.wait(timeout)
+
+    wait = get_job_execution_result
+
+
+class SparkExecutor:
+    """Runs StreamGraphs in BATCH mode on Spark (`local[*]` unless `spark.master` says otherwise)."""
+
+    def __call__(self, graph: StreamGraph) -> JobExecutionResult:
+        job = BatchJob(graph)
+        try:
+            return job.run()
+        except KeyboardInterrupt:
+            job.cancel()
+            raise
+
+    def start_job(self, graph: StreamGraph) -> BatchJobClient:
+        job = BatchJob(graph)
+        job.start()
+        return BatchJobClient(job)

@@ -1,0 +1,188 @@
+"""Runs one stage's operator chain over one Spark partition, on the executor.
+
+The chain is the engine's: operators built by the registry from the stage's detached nodes, wired
+by `ChainOutput`, opened, fed record batches, and ended as a StreamTask ends them. What differs is
+batch semantics: watermarks below the maximum are dropped (event time stands at -infinity while
+input lasts, as in Flink's BATCH mode), the maximum watermark comes after the last record and fires
+the event-time timers and windows, and processing-time timers are refused with the operator's name.
+Records leaving the stage are yielded as `(route, value, timestamp)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import strom.batch.final_reduce  # noqa: F401 - registers the final-value reduce kinds on executors
+from strom.batch.plan import StageSpec
+from strom.common.time import MAX_WATERMARK
+from strom.runtime.metrics import MetricGroup
+from strom.runtime.operators.base import OperatorContext
+from strom.runtime.operators.registry import create_operator
+from strom.runtime.tasks.operator_chain import ChainOutput
+from strom.runtime.tasks.processing_time import ProcessingTimeService
+
+BATCH_RECORDS = 1024
+
+
+class StageFailure(RuntimeError):
+    """A user function or operator failed in a stage; names the stage and subtask."""
+
+
+class BatchChainOutput(ChainOutput):
+    """A chain output that lets only the final watermark through."""
+
+    def emit_watermark(self, timestamp: int) -> None:
+        if timestamp >= MAX_WATERMARK:
+            super().emit_watermark(timestamp)
+
+    def emit_status(self, idle: bool) -> None:
+        """Idleness has no meaning in a batch."""
+
+
+class RouteWriter:
+    """Collects a route's records into the stage's output list (a RecordWriter's place)."""
+
+    __slots__ = ("route", "items", "channels")
+
+    def __init__(self, route: int, items: list[tuple[int, Any, Any]]) -> None:
+        self.route = route
+        self.items = items
+        self.channels: list[Any] = []
+
+    # hot path: called per batch
+    def emit(self, values: list[Any], timestamps: list[Any] | None) -> None:
+        r = self.route
+        if timestamps is None:
+            self.items.extend([(r, v, None) for v in values])
+        else:
+            self.items.extend([(r, v, t) for v, t in zip(values, timestamps, strict=True)])
+
+    def broadcast_event(self, event: Any) -> None:
+        """Watermarks and status do not cross stages: each stage ends with its own final watermark."""
+
+    def flush(self) -> None:
+        pass
+
+
+def _refuse_processing_time_timers(operator_name: str) -> Any:
+    def refuse(namespace: Any, timestamp: int) -> None:
+        raise StageFailure(
+            f"operator {operator_name!r} registered a processing-time timer, which BATCH mode does not support "
+            "(there is no processing time to wait for on bounded input); use event-time timers or STREAMING mode"
+        )
+
+    return refuse
+
+
+def build_stage_chain(spec: StageSpec, index: int, items: list[tuple[int, Any, Any]]) -> list[Any]:
+    """The stage's operators for subtask `index`, set up and wired, head first."""
+    ops = {n.id: create_operator(n) for n in spec.nodes}
+    writers: dict[int, RouteWriter] = {}
+    pts = ProcessingTimeService()  # now() for TTL; its timers never run (no processing time in a batch)
+    group = MetricGroup().add_group("task", spec.name).add_group("subtask", str(index))
+    for node in spec.nodes:
+        out = BatchChainOutput()
+        for w in spec.wires[node.id]:
+            if w.target_node is not None:
+                target: Any = ops[w.target_node]
+                (out.side_ops.setdefault(w.tag_id, []) if w.tag_id else out.main_ops).append(target)
+            else:
+                assert w.route is not None
+                target = writers.setdefault(w.route, RouteWriter(w.route, items))
+                (out.side_writers.setdefault(w.tag_id, []) if w.tag_id else out.main_writers).append(target)
+        out.finalize()
+        ctx = OperatorContext(
+            task_name=spec.name,
+            operator_name=node.name,
+            operator_uid=node.uid,
+            subtask_index=index,
+            parallelism=spec.parallelism,
+            max_parallelism=node.max_parallelism,
+            attempt=0,
+            config=spec.config,
+            processing_time_service=pts,
+            metrics=group.add_group("operator", node.name),
+        )
+        op = ops[node.id]
+        op.setup(ctx, out)
+        if op.timer_service is not None:
+            op.timer_service.register_processing_time_timer = _refuse_processing_time_timers(node.name)
+    return [ops[n.id] for n in spec.nodes]
+
+
+def _batches(records: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[int, list[Any], list[Any] | None]]:
+    """Consecutive records of one input, up to BATCH_RECORDS at a time: (input, values, timestamps)."""
+    values: list[Any] = []
+    stamps: list[Any] = []
+    current = 0
+    for inp, value, ts in records:
+        if inp != current or len(values) >= BATCH_RECORDS:
+            if values:
+                yield current, values, stamps if any(t is not None for t in stamps) else None
+            values, stamps, current = [], [], inp
+        values.append(value)
+        stamps.append(ts)
+    if values:
+        yield current, values, stamps if any(t is not None for t in stamps) else None
+
+
+def run_stage(spec: StageSpec, index: int, records: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[int, Any, Any]]:
+    """Run subtask `index` of the stage over `records` ((input, value, timestamp), in order);
+    yields the records it sends to other stages."""
+    items: list[tuple[int, Any, Any]] = []
+    where = f"{spec.name} ({index + 1}/{spec.parallelism})"
+    try:
+        ops = build_stage_chain(spec, index, items)
+        for op in reversed(ops):
+            op.open()
+    except StageFailure:
+        raise
+    except Exception as e:
+        raise StageFailure(f"{where} failed to start: {type(e).__name__}: {e}") from e
+    try:
+        head = ops[0]
+        if spec.is_source:
+            while head.emit_next() is not None:
+                if items:
+                    yield from items
+                    items.clear()
+            head.finish_input()
+        else:
+            two = spec.two_inputs
+            feed = {1: head.process_batch1 if two else head.process_batch, 2: head.process_batch2}
+            for inp, values, stamps in _batches(records):
+                feed[inp](values, stamps, None)
+                if items:
+                    yield from items
+                    items.clear()
+            if two:
+                head.process_watermark1(MAX_WATERMARK)
+                head.process_watermark2(MAX_WATERMARK)
+                head.end_input(1)
+                head.end_input(2)
+            else:
+                head.process_watermark(MAX_WATERMARK)
+                head.end_input(1)
+        for i, op in enumerate(ops):
+            if i > 0 or spec.is_source:
+                op.end_input(1)
+            op.finish()
+        yield from items
+        items.clear()
+        for op in ops:
+            op.close()
+    except StageFailure:
+        _close_quietly(ops)
+        raise
+    except Exception as e:
+        _close_quietly(ops)
+        raise StageFailure(f"{where} failed: {type(e).__name__}: {e}") from e
+
+
+def _close_quietly(ops: list[Any]) -> None:
+    for op in ops:
+        try:
+            op.close()
+        except Exception:  # noqa: BLE001, S110 - the first failure is the one reported
+            pass
