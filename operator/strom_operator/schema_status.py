@@ -9,7 +9,7 @@ from __future__ import annotations
 from strom_operator.schema_types import Schema, array, free_object, integer, obj, string
 
 AUTOSCALER_REASONS = ("Disabled", "WaitingForStabilization", "WaitingForMetrics", "RescaleInProgress",
-                      "WithinDeadBand", "ScaleDownDelayed", "BudgetExhausted", "Advised", "Rescaled")
+                      "WithinDeadBand", "NoChange", "ScaleDownDelayed", "BudgetExhausted", "Advised", "Rescaled")
 
 LIFECYCLE_STATES = ("CREATED", "DEPLOYED", "STABLE", "UPGRADING", "SUSPENDED", "FAILED",
                     "ROLLING_BACK", "ROLLED_BACK", "DELETING")
