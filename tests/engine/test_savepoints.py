@@ -27,11 +27,15 @@ COUNT = 6000
 RATE = 2000.0  # records/s over both source subtasks: the first job runs ~3 s, long enough to stop it
 
 
-def sums_job(tmp_path: Path, name: str, *, keyed_parallelism: int, sums_uid: str = "sums") -> tuple[str, Path]:
+def sums_job(
+    tmp_path: Path, name: str, *, keyed_parallelism: int, sums_uid: str = "sums", checkpointing: bool = True
+) -> tuple[str, Path]:
     """A job file whose reduce runs at `keyed_parallelism` (everything else at 2); its output dir."""
     out = tmp_path / f"out-{name}"
     job = tmp_path / f"{name}.py"
     conf = {"execution.checkpointing.interval": "200 ms", "state.checkpoints.dir": f"file://{tmp_path / 'chk'}"}
+    if not checkpointing:
+        conf = {}
     job.write_text(
         textwrap.dedent(f"""
         from strom.common import Configuration, Encoder, WatermarkStrategy
@@ -195,3 +199,29 @@ def test_savepoint_without_a_target_directory_names_the_keys(scenario):
     status, answer = post(scenario["cluster"], f"/jobs/{scenario['job_id']}/savepoints", {})
     assert status == 400, answer
     assert "target-directory" in answer["errors"][0] and "state.savepoints.dir" in answer["errors"][0]
+
+
+def test_job_without_checkpointing_stops_with_a_savepoint_into_the_clusters_directory(tmp_path):
+    """Flink takes savepoints of jobs without periodic checkpoints: the tasks stage the savepoint
+    under the cluster's `state.savepoints.dir`, and the job restored from it continues exactly."""
+    default_dir = tmp_path / "cluster-savepoints"
+    cluster = SessionCluster(taskmanagers=1, slots=2, extra=("-D", f"state.savepoints.dir=file://{default_dir}"))
+    try:
+        job, _ = sums_job(tmp_path, "unchecked", keyed_parallelism=2, checkpointing=False)
+        job_id = submit(cluster, job)
+        cluster.wait_for_state(job_id, ("RUNNING",))
+        status, answer = post(cluster, f"/jobs/{job_id}/stop", {})
+        assert status == 202, answer
+        assert cluster.wait_for_state(job_id, ("FINISHED", "FAILED", "CANCELED")) == "FINISHED"
+        location = savepoint_location(cluster, job_id, answer["request-id"])
+        assert local(location).parent == default_dir
+        # only the savepoint stays: the staging directory of its files is gone
+        assert [p.name for p in default_dir.iterdir()] == [local(location).name]
+        path, out = sums_job(tmp_path, "unchecked-restored", keyed_parallelism=1, checkpointing=False)
+        proc = cluster.cli("submit", path, "--from-savepoint", location)
+        assert proc.returncode == 0, proc.stderr
+        restored = proc.stdout.strip().split()[-1]
+        assert cluster.wait_for_state(restored, ("FINISHED", "FAILED")) == "FINISHED"
+        assert final_sums(out) == reference(COUNT)
+    finally:
+        cluster.close()

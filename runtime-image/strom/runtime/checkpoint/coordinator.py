@@ -148,9 +148,8 @@ class CheckpointCoordinator:
         self.job_id = job_id
         self.config = config
         self.storage = storage
+        # <= 0: no periodic checkpoints, only the savepoints asked for
         self.interval_s = config.get(opts.CHECKPOINT_INTERVAL) / 1000.0
-        if self.interval_s <= 0:
-            raise ValueError("CheckpointCoordinator needs 'execution.checkpointing.interval' > 0")
         self.timeout_s = read_option(config, CHECKPOINT_TIMEOUT) / 1000.0
         self.store = CompletedCheckpointStore(storage, num_retained=num_retained_from(config))
         self._clock = clock
@@ -207,7 +206,8 @@ class CheckpointCoordinator:
 
     # -- triggering --------------------------------------------------------------------------------------
     def _run(self) -> None:
-        tick = min(self.interval_s, 0.05)
+        periodic = self.interval_s > 0
+        tick = min(self.interval_s, 0.05) if periodic else 0.05
         while not self._stop.wait(tick):
             now = self._clock()
             with self._lock:
@@ -215,7 +215,7 @@ class CheckpointCoordinator:
                 if pending is not None and now - pending.started >= self.timeout_s:
                     self._abort_pending(f"it did not complete within {self.timeout_s * 1000:.0f} ms")
                 savepoint_due = pending is None and bool(self._savepoint_requests)
-                due = pending is None and now - self._last_trigger >= self.interval_s
+                due = periodic and pending is None and now - self._last_trigger >= self.interval_s
             if savepoint_due:
                 self._trigger(savepoint=True)
             elif due:

@@ -114,6 +114,7 @@ class FileCheckpointStorage:
         try:
             if rel:
                 shutil.rmtree(directory)
+                self._prune_empty_parents(directory)
             else:  # the whole root: empty it, keep the directory itself
                 for child in directory.iterdir():
                     if child.is_dir() and not child.is_symlink():
@@ -124,6 +125,17 @@ class FileCheckpointStorage:
             return
         except OSError as exc:
             raise StorageAccessError(f"cannot delete {directory.as_uri()}: {exc.strerror or exc}") from exc
+
+    def _prune_empty_parents(self, directory: Path) -> None:
+        # as in an object store, a "directory" left without objects is gone (e.g. `<job-id>/` once a
+        # savepoint-only job's staging checkpoint is deleted); rmdir refuses a non-empty one
+        parent = directory.parent
+        while parent != self._root and self._root in parent.parents:
+            try:
+                parent.rmdir()
+            except OSError:
+                return
+            parent = parent.parent
 
 
 def _raise_unless_vanished(exc: OSError) -> None:

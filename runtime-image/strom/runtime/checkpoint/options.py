@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from strom.common import config_options as opts
 from strom.common.config_options import ConfigOption, option
 
 S3_ENDPOINT = option("s3.endpoint", "str", "", "S3 endpoint URL for S3-compatible stores; empty = AWS.")
@@ -47,3 +48,16 @@ def read_option(config: Any, opt: ConfigOption) -> Any:
     """
     raw = config.get(opt.key) if config is not None else None
     return opt.default if raw is None else opt.parse(raw)
+
+
+def snapshot_staging_dir(config: Any) -> str:
+    """Where the tasks of a job write snapshots: `state.checkpoints.dir`, else (a job that only takes
+    savepoints) `state.savepoints.dir`, whose `<job-id>/chk-<n>` staging directories are removed once
+    each savepoint is copied into its own directory. '' when the job can take neither."""
+    return str(config.get(opts.CHECKPOINTS_DIR) or config.get(opts.SAVEPOINTS_DIR) or "")
+
+
+def takes_snapshots(config: Any) -> bool:
+    """Periodic checkpoints are enabled, or savepoints can be staged (Flink takes savepoints of jobs
+    without periodic checkpointing too)."""
+    return config.get(opts.CHECKPOINT_INTERVAL) > 0 or bool(snapshot_staging_dir(config))

@@ -17,6 +17,7 @@ from typing import Any
 
 from strom.common import config_options as opts
 from strom.runtime.checkpoint.coordinator import CheckpointCoordinator, TaskKey
+from strom.runtime.checkpoint.options import snapshot_staging_dir
 from strom.runtime.checkpoint.retention import RetainedCheckpoint
 from strom.runtime.checkpoint.savepoints import SavepointTarget
 from strom.runtime.checkpoint.storage import checkpoint_storage_for
@@ -85,7 +86,7 @@ class JobCheckpointing:
     """One job's coordinator, fed in order on one worker thread."""
 
     def __init__(self, job_id: str, config: Any) -> None:
-        self.storage = checkpoint_storage_for(config.get(opts.CHECKPOINTS_DIR), config)
+        self.storage = checkpoint_storage_for(snapshot_staging_dir(config), config)
         self.coordinator = CheckpointCoordinator(job_id=job_id, config=config, storage=self.storage)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"checkpoints {job_id[:8]}")
         self.coordinator.start()

@@ -182,6 +182,10 @@ class JobManager:
         job_id = job_id or uuid.uuid4().hex
         if job_id in self.jobs:
             raise ValueError(f"job {job_id} already exists")
+        if not graph.config.get(opts.SAVEPOINTS_DIR) and self.config.get(opts.SAVEPOINTS_DIR):
+            # the cluster's default savepoint directory is the job's too (and where its tasks stage
+            # savepoints when the job has no checkpoint directory)
+            graph.config.set(opts.SAVEPOINTS_DIR.key, self.config.get(opts.SAVEPOINTS_DIR))
         problem = validate_cluster_checkpointing(graph.config)
         if problem is not None:
             raise ValueError(problem)

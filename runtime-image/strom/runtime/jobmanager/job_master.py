@@ -32,6 +32,7 @@ from strom.common import config_options as opts
 from strom.graph.job_graph import JobGraph, create_job_graph
 from strom.graph.stream_graph import StreamGraph
 from strom.runtime.checkpoint.errors import CheckpointStorageError
+from strom.runtime.checkpoint.options import takes_snapshots
 from strom.runtime.checkpoint.savepoints import check_savepoint_restore, new_savepoint_target, savepoint_target_uri
 from strom.runtime.jobmanager.checkpointing import JobCheckpointing, RpcTaskGateway
 from strom.runtime.jobmanager.resource_manager import SlotRef
@@ -98,7 +99,7 @@ class JobMaster:
         self.savepoints = SavepointOperations()
         self.initial_restore = self._savepoint_restore()
         self.checkpointing: JobCheckpointing | None = None
-        if self.graph.config.get(opts.CHECKPOINT_INTERVAL) > 0:
+        if takes_snapshots(self.graph.config):
             self.checkpointing = JobCheckpointing(self.job_id, self.graph.config)
         stats = self.checkpointing.coordinator.stats if self.checkpointing is not None else None
         self.jm.registry.register_job_gauges(
@@ -153,8 +154,9 @@ class JobMaster:
         uri = savepoint_target_uri(target_directory, self.graph.config, self.jm.config)
         if self.checkpointing is None:
             raise SavepointRefused(
-                f"job {self.job_id} cannot take a savepoint: it runs without checkpointing; set "
-                f"'{opts.CHECKPOINT_INTERVAL.key}' > 0 and '{opts.CHECKPOINTS_DIR.key}' when submitting it"
+                f"job {self.job_id} cannot take a savepoint: its tasks have nowhere to write their state; "
+                f"submit it with '{opts.SAVEPOINTS_DIR.key}' or '{opts.CHECKPOINTS_DIR.key}' set (in the job's "
+                "or the cluster's configuration)"
             )
         if self.state != "RUNNING":
             raise SavepointRefused(f"job {self.job_id} is {self.state}: only a RUNNING job can take a savepoint")
