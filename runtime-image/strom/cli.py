@@ -60,6 +60,10 @@ strom run JOB.py [job args...] [options]
   --allow-non-restored-state
                           restore even if the savepoint has state of operators the job
                           lacks (execution.savepoint.ignore-unclaimed-state)
+  --runtime-mode MODE     streaming | batch | automatic (execution.runtime-mode); batch runs
+                          the bounded job on Spark (local[*] unless --spark-master), with no
+                          mini-cluster; -D spark.* keys pass through to Spark
+  --spark-master URL      Spark master for BATCH mode (spark.master), e.g. local[4], spark://h:7077
   --log-level LEVEL       logging level (default WARNING)
   -h, --help              show this help
 
@@ -88,7 +92,8 @@ class RunRequest:
 
 
 # Options that take a value / flags, recognized by every command; each command uses the ones it knows.
-VALUE_OPTIONS = ("--taskmanagers", "--jobmanager", "--log-level", "--job", "--from-savepoint")
+VALUE_OPTIONS = ("--taskmanagers", "--jobmanager", "--log-level", "--job", "--from-savepoint", "--runtime-mode",
+                 "--spark-master")
 FLAG_OPTIONS = ("--detached", "--verbose", "--threads", "--allow-non-restored-state")
 
 # -- parsing (pure) ---------------------------------------------------------------------------
@@ -218,6 +223,11 @@ def build_configuration(request: RunRequest, environ: Mapping[str, str]) -> Conf
         conf.set(SAVEPOINT_PATH.key, request.options["--from-savepoint"])
     if request.options.get("--allow-non-restored-state"):
         conf.set(SAVEPOINT_IGNORE_UNCLAIMED_STATE.key, "true")
+    # BATCH mode on Spark: the mode is Flink's key, the master Spark's own
+    if "--runtime-mode" in request.options:
+        conf.set("execution.runtime-mode", request.options["--runtime-mode"].upper())
+    if "--spark-master" in request.options:
+        conf.set("spark.master", request.options["--spark-master"])
     return conf
 
 
@@ -307,8 +317,8 @@ def _host_port(text: str, what: str) -> tuple[str, int]:
 def run_command(request: RunRequest, configuration: Configuration) -> int:
     """`strom run`: the job on a local mini-cluster of JobManager + TaskManager processes, or in
     this process's threads with --threads."""
-    if request.options.get("--threads"):
-        return run_job(request.path, request.job_args, configuration)
+    if request.options.get("--threads") or configuration.get("execution.runtime-mode") == "BATCH":
+        return run_job(request.path, request.job_args, configuration)  # BATCH: Spark, no mini-cluster
     if request.options.get("--detached"):
         # detached: the job goes to a running cluster (--jobmanager, REST) and the command returns its id
         from strom.client.commands import submit_command
