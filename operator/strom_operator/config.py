@@ -1,0 +1,53 @@
+"""The operator process's own settings, from the environment (the `strom-operator` flags set it).
+
+Per-FlinkJob options live in the resource (`kubernetes.operator.*`, operator_options.py); these
+are the process's: where its metrics are served, how to reach JobManagers from outside the
+cluster, and a cap on requeue delays.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from strom_operator.endpoints import URL_MAP_ENV
+
+METRICS_PORT_ENV = "STROM_OPERATOR_METRICS_PORT"
+MAX_REQUEUE_ENV = "STROM_OPERATOR_MAX_REQUEUE_SECONDS"
+WATCH_TIMEOUT_ENV = "STROM_OPERATOR_WATCH_TIMEOUT_SECONDS"
+DEFAULT_METRICS_PORT = 9090
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorConfig:
+    metrics_port: int | None = DEFAULT_METRICS_PORT  # None: no metrics endpoint; 0: any free port
+    jobmanager_url_map: str | None = None
+    max_requeue_s: float | None = None
+    watch_timeout_s: int = 300
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> OperatorConfig:
+        env = os.environ if environ is None else environ
+
+        def number(key: str, kind: type) -> object | None:
+            raw = env.get(key, "").strip()
+            if not raw:
+                return None
+            try:
+                return kind(raw)
+            except ValueError:
+                raise ValueError(f"invalid value {raw!r} for {key}: expected a {kind.__name__}") from None
+
+        port = env.get(METRICS_PORT_ENV, "").strip()
+        metrics_port: int | None = DEFAULT_METRICS_PORT
+        if port.lower() in ("off", "none", "-"):
+            metrics_port = None
+        elif port:
+            metrics_port = number(METRICS_PORT_ENV, int)  # type: ignore[assignment]
+        return cls(
+            metrics_port=metrics_port,
+            jobmanager_url_map=env.get(URL_MAP_ENV) or None,
+            max_requeue_s=number(MAX_REQUEUE_ENV, float),  # type: ignore[arg-type]
+            watch_timeout_s=number(WATCH_TIMEOUT_ENV, int) or 300,  # type: ignore[arg-type]
+        )

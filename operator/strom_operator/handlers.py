@@ -1,0 +1,173 @@
+"""The Kopf handlers of the FlinkJob operator: `kopf run -m strom_operator.handlers`.
+
+Thin by design: each handler finds the operator's `Reconciler` in the memo and asks it for a
+pass; the decisions are the pure lifecycle functions'. Creation, spec changes and resumption
+run a pass at once and wake the FlinkJob's daemon; the daemon keeps observing (the job's state,
+savepoints in flight, periodic savepoints, pod problems) at the delay each step asks for. The
+deletion handler holds the finalizer until the deletion steps are done (a final savepoint with
+`savepoints.onDeletion`). Settings come from the environment (see `OperatorConfig`), which the
+`strom-operator` command fills from its flags.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import kopf
+
+from strom_operator.config import OperatorConfig
+from strom_operator.crd import GROUP, PLURAL, VERSION
+from strom_operator.endpoints import JobManagerEndpoints
+from strom_operator.jobmanager_client import RestJobManagerClient
+from strom_operator.kube_api import KubeApi
+from strom_operator.metrics import OperatorMetrics
+from strom_operator.observer import Observer
+from strom_operator.reconciler import Reconciler, ReconcilerSettings
+from strom_operator.steps import SOON
+
+log = logging.getLogger(__name__)
+
+FINALIZER = f"{GROUP}/finalizer"
+
+
+class OperatorContext:
+    """What every handler shares: built at startup, the API client completed at login."""
+
+    def __init__(self, config: OperatorConfig) -> None:
+        self.config = config
+        self.metrics = OperatorMetrics()
+        self.client = RestJobManagerClient()
+        self.endpoints = JobManagerEndpoints(config.jobmanager_url_map)
+        self.reconciler: Reconciler | None = None
+        self.wakeups: dict[str, asyncio.Event] = {}
+
+    def connect(self, kube: KubeApi) -> Reconciler:
+        if self.reconciler is None:
+            observer = Observer(kube, self.client, self.endpoints)
+            self.reconciler = Reconciler(kube, self.client, observer, metrics=self.metrics, post_event=_post_event,
+                                         settings=ReconcilerSettings(self.config.max_requeue_s))
+        return self.reconciler
+
+    def wakeup(self, namespace: str, name: str) -> asyncio.Event:
+        return self.wakeups.setdefault(f"{namespace}/{name}", asyncio.Event())
+
+
+def _post_event(body: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+    kopf.event(dict(body), type=type_, reason=reason, message=message[:1000])  # type: ignore[arg-type]
+
+
+def _context(memo: Any) -> OperatorContext:
+    ctx = getattr(memo, "strom", None)
+    if ctx is None:
+        raise kopf.TemporaryError("the operator has not started yet", delay=1)
+    return ctx
+
+
+def _reconciler(memo: Any) -> Reconciler:
+    ctx = _context(memo)
+    if ctx.reconciler is None:
+        raise kopf.TemporaryError("the operator has not logged in to the API yet", delay=1)
+    return ctx.reconciler
+
+
+@kopf.on.startup()
+async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
+    config = OperatorConfig.from_env()
+    # Our own names for kopf's bookkeeping on the FlinkJob; log lines are not events (we post our own).
+    settings.persistence.finalizer = FINALIZER
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
+    settings.posting.level = logging.WARNING
+    settings.posting.reporting_component = "strom-operator"
+    settings.watching.server_timeout = config.watch_timeout_s
+    ctx = OperatorContext(config)
+    memo.strom = ctx
+    if config.metrics_port is not None:
+        port = ctx.metrics.serve(config.metrics_port)
+        logger.info("operator metrics on port %d", port)
+
+
+@kopf.on.login()
+def login(**kwargs: Any) -> kopf.ConnectionInfo:
+    """Kopf's own login, remembered for the operator's API calls."""
+    info: kopf.ConnectionInfo | None = None
+    try:
+        import kubernetes  # noqa: F401 - its loaders know exec plugins and in-cluster configs
+
+        info = kopf.login_via_client(**kwargs)
+    except ImportError:
+        pass
+    except Exception as e:  # noqa: BLE001 - fall back to kopf's plain loaders
+        log.debug("login via the kubernetes client failed: %s", e)
+    info = info or kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+    if info is None:
+        raise kopf.LoginError("no Kubernetes credentials: neither a service account nor a kubeconfig")
+    memo = kwargs.get("memo")
+    ctx = getattr(memo, "strom", None)
+    if ctx is not None:
+        ctx.connect(KubeApi.from_connection_info(info))
+    return info
+
+
+@kopf.on.probe(id="flinkjobs")
+def probe(memo: kopf.Memo, **_: Any) -> int:
+    """Liveness detail: how many FlinkJobs this operator follows."""
+    ctx = getattr(memo, "strom", None)
+    return len(ctx.wakeups) if ctx is not None else 0
+
+
+@kopf.on.cleanup()
+async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    ctx = getattr(memo, "strom", None)
+    if ctx is None:
+        return
+    await ctx.client.close()
+    if ctx.reconciler is not None:
+        for requests in ctx.reconciler.observer.savepoints.values():
+            await requests.close()
+        await ctx.reconciler.kube.close()
+
+
+@kopf.on.create(GROUP, VERSION, PLURAL)
+@kopf.on.update(GROUP, VERSION, PLURAL, field="spec")
+@kopf.on.resume(GROUP, VERSION, PLURAL)
+async def reconcile_now(name: str, namespace: str, memo: kopf.Memo, **_: Any) -> None:
+    """A new or changed spec, or an operator restart: one pass now, then the daemon follows."""
+    await _reconciler(memo).reconcile(namespace, name)
+    _context(memo).wakeup(namespace, name).set()
+
+
+@kopf.daemon(GROUP, VERSION, PLURAL, cancellation_timeout=10.0)
+async def follow(name: str, namespace: str, memo: kopf.Memo, stopped: Any, logger: logging.Logger,
+                 **_: Any) -> None:
+    """Observe and reconcile until the FlinkJob goes: at the delay each step asks, or when woken."""
+    ctx = _context(memo)
+    wakeup = ctx.wakeup(namespace, name)
+    while not stopped:
+        try:
+            delay = await _reconciler(memo).reconcile(namespace, name)
+        except kopf.TemporaryError:
+            delay = 1.0
+        except Exception:  # noqa: BLE001 - one failed pass must not end the daemon
+            logger.exception("reconciliation of %s/%s failed; retrying", namespace, name)
+            delay = SOON
+        if delay is None:
+            break
+        wakeup.clear()
+        woken = asyncio.ensure_future(wakeup.wait())
+        halted = asyncio.ensure_future(stopped.wait())
+        try:
+            await asyncio.wait({woken, halted}, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            woken.cancel()
+            halted.cancel()
+    ctx.wakeups.pop(f"{namespace}/{name}", None)
+
+
+@kopf.on.delete(GROUP, VERSION, PLURAL)
+async def delete(name: str, namespace: str, memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
+    reason = await _reconciler(memo).finalize(namespace, name)
+    logger.info("FlinkJob %s/%s: %s", namespace, name, reason)
