@@ -1,0 +1,81 @@
+"""Runs a Nexmark query on the in-process engine: for tests (collect the output) and for the benchmark
+(count the output, time the run, read the process's peak RSS)."""
+
+from __future__ import annotations
+
+import resource
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from strom.common.configuration import Configuration
+from strom.connectors.nexmark import NexmarkConfig, NexmarkSource
+from strom.datastream import DataStream, SinkFunction, StreamExecutionEnvironment
+from strom.testing import collect
+
+from benchmarks.nexmark.queries import QUERIES
+
+
+def query_stream(
+    query: str, config: NexmarkConfig, *, parallelism: int, conf: dict[str, Any] | None = None
+) -> DataStream:
+    """The query's output stream over a Nexmark source, in a fresh environment."""
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration(conf or {}))
+    env.set_parallelism(parallelism)
+    events = env.from_source(NexmarkSource(config), NexmarkSource.watermark_strategy(), "Nexmark Source")
+    return QUERIES[query](events)
+
+
+def run_collect(query: str, config: NexmarkConfig, *, parallelism: int) -> list[Any]:
+    return collect(query_stream(query, config, parallelism=parallelism))
+
+
+class CountingSink(SinkFunction):
+    """Counts what reaches it (Nexmark's blackhole sink). A class attribute: the in-process engine runs the
+    sink's subtasks in this process, and a sink instance is copied per subtask."""
+
+    count = 0
+
+    def invoke(self, value: Any, context: Any) -> None:
+        CountingSink.count += 1
+
+
+@dataclass(frozen=True, slots=True)
+class RunFigures:
+    query: str
+    events: int
+    parallelism: int
+    seconds: float
+    outputs: int
+    checkpoints: int
+    peak_rss_mb: float
+
+    @property
+    def events_per_second(self) -> float:
+        return self.events / self.seconds
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def run_timed(query: str, config: NexmarkConfig, *, parallelism: int, checkpoint_interval_ms: int = 0) -> RunFigures:
+    """One run with a counting sink; with checkpoints every `checkpoint_interval_ms` (file:// in a temp dir)."""
+    from strom.datastream.executors import load_executor
+
+    CountingSink.count = 0
+    with tempfile.TemporaryDirectory(prefix="nexmark-chk-") as directory:
+        conf: dict[str, Any] = {"state.checkpoints.dir": f"file://{directory}"}
+        stream = query_stream(query, config, parallelism=parallelism, conf=conf)
+        env = stream.get_execution_environment()
+        if checkpoint_interval_ms:
+            env.enable_checkpointing(checkpoint_interval_ms)
+        stream.add_sink(CountingSink()).name("blackhole")
+        handle = load_executor().start_job(env.get_stream_graph(f"nexmark-{query}"))
+        start = time.perf_counter()
+        handle.wait()
+        seconds = time.perf_counter() - start
+        coordinator = getattr(getattr(handle, "_job", None), "checkpoint_coordinator", None)
+        checkpoints = len(coordinator.completed_ids) if coordinator is not None else 0
+    return RunFigures(query, config.events, parallelism, seconds, CountingSink.count, checkpoints, peak_rss_mb())
