@@ -26,7 +26,7 @@ from strom_operator.autoscaler.metrics_window import MetricsWindow
 from strom_operator.autoscaler.settings import AutoscalerSettings
 from strom_operator.autoscaler.state import AutoscalerState, PendingScaleDown
 from strom_operator.autoscaler.topology import JobTopology, VertexId
-from strom_operator.autoscaler.vertex_scaler import SCALE_DOWN, VertexRecommendation, recommend
+from strom_operator.autoscaler.vertex_scaler import DEAD_BAND, SCALE_DOWN, VertexRecommendation, recommend
 from strom_operator.status import format_time
 
 HOUR_S = 3600.0
@@ -93,26 +93,26 @@ def autoscale(state: AutoscalerState, *, settings: AutoscalerSettings, topology:
     if state.rescale_requested_at is not None:
         timeout = state.rescale_requested_at + settings.stabilization_s + settings.metrics_window_s
         if t < timeout:
-            return decision(state, d.RESCALE_IN_PROGRESS, "waiting for the rescale decided at "
-                                   f"{format_time(_utc(state.rescale_requested_at))} to restart the job",
-                                   until=timeout)
+            asked = format_time(_utc(state.rescale_requested_at))
+            return decision(state, d.RESCALE_IN_PROGRESS, f"waiting for the rescale decided at {asked} to restart "
+                            "the job", until=timeout)
         state = replace(state, rescale_requested_at=None)  # it never came; evaluate afresh
 
     stable_at = start + settings.stabilization_s
     if t < stable_at:
         return decision(state, d.WAITING_FOR_STABILIZATION,
-                               f"the job started at {format_time(job_start)}; samples count from "
-                               f"{format_time(_utc(stable_at))} ({_seconds_text(settings.stabilization_s)} "
-                               "stabilization)", until=stable_at)
+                        f"the job started at {format_time(job_start)}; samples count from "
+                        f"{format_time(_utc(stable_at))} ({_seconds_text(settings.stabilization_s)} stabilization)",
+                        until=stable_at)
 
     window = state.window.add(sample, window_s=settings.metrics_window_s)
     state = replace(state, window=window)
     if not window.is_full(window_s=settings.metrics_window_s, interval_s=settings.metrics_interval_s):
         needed = settings.metrics_window_s - settings.metrics_interval_s
         return decision(state, d.WAITING_FOR_METRICS,
-                               f"{len(window.samples)} samples over {_seconds_text(window.span_s())} of the "
-                               f"{_seconds_text(settings.metrics_window_s)} metrics window",
-                               until=window.samples[0].time + needed)
+                        f"{len(window.samples)} samples over {_seconds_text(window.span_s())} of the "
+                        f"{_seconds_text(settings.metrics_window_s)} metrics window",
+                        until=window.samples[0].time + needed)
 
     evaluation = evaluate(topology, window, catch_up_duration_s=settings.catch_up_duration_s)
     if evaluation.missing:
@@ -142,13 +142,14 @@ def _decide(state: AutoscalerState, settings: AutoscalerSettings, topology: JobT
         due = waiting.since + settings.scale_down_delay_s
         if t >= due:
             final[v.id] = waiting.highest
-            outcomes[v.id] = f"{rec.current} -> {waiting.highest} (highest recommended since " \
-                             f"{format_time(_utc(waiting.since))}); now: {rec.outcome}"
+            since = format_time(_utc(waiting.since))
+            outcomes[v.id] = (f"{rec.current} -> {waiting.highest} (highest recommended since {since}); "
+                              f"now: {rec.outcome}")
         else:
             final[v.id] = rec.current
             delayed_until[v.id] = due
-            outcomes[v.id] = f"scale-down to {waiting.highest} delayed until {format_time(_utc(due))}; " \
-                             f"now: {rec.outcome}"
+            outcomes[v.id] = (f"scale-down to {waiting.highest} delayed until {format_time(_utc(due))}; "
+                              f"now: {rec.outcome}")
     figures = tuple(_figures(evaluation, topology, recs, final, outcomes, delayed_until))
     current = topology.parallelism
     recommended = {str(k): v for k, v in final.items()}
@@ -156,33 +157,28 @@ def _decide(state: AutoscalerState, settings: AutoscalerSettings, topology: JobT
     changed = [v for v in topology.vertices if final[v.id] != current[v.id]]
     state = replace(state, pending_scale_downs=pending)
     summary = "; ".join(f"{v.name}: {outcomes[v.id]}" for v in topology.vertices)
+    figures_kw = {"vertices": figures, "recommended": recommended, "task_managers": task_managers}
     if not changed:
         if delayed_until:
-            until = min(delayed_until.values())
-            return decision(state, d.SCALE_DOWN_DELAYED, summary, until=until, vertices=figures,
-                                   recommended=recommended, task_managers=task_managers)
-        reason = d.WITHIN_DEAD_BAND if all(r.kind == "within-dead-band" for r in recs.values()) else d.NO_CHANGE
-        return decision(state, reason, summary, vertices=figures, recommended=recommended,
-                               task_managers=task_managers)
+            return decision(state, d.SCALE_DOWN_DELAYED, summary, until=min(delayed_until.values()), **figures_kw)
+        reason = d.WITHIN_DEAD_BAND if all(r.kind == DEAD_BAND for r in recs.values()) else d.NO_CHANGE
+        return decision(state, reason, summary, **figures_kw)
     change = ", ".join(f"{v.name} {current[v.id]} -> {final[v.id]}" for v in changed)
-    tm_before = task_managers_needed(current, slots)
-    change += f"; TaskManagers {tm_before} -> {task_managers}"
+    change += f"; TaskManagers {task_managers_needed(current, slots)} -> {task_managers}"
     if settings.advise_only:
         return decision(state, d.ADVISED, f"recommends {change} (mode advise). {summary}", action=d.ADVISE,
-                               vertices=figures, recommended=recommended, task_managers=task_managers)
+                        **figures_kw)
     if len(state.restarts) >= settings.max_rescales_per_hour:
-        until = min(state.restarts) + HOUR_S
+        # Pending scale-downs keep waiting (and accumulating their highest recommendation) meanwhile.
         return decision(state, d.BUDGET_EXHAUSTED,
-                               f"{len(state.restarts)} rescales or upgrades in the last hour reach "
-                               f"maxRescalesPerHour {settings.max_rescales_per_hour}; would rescale {change}. "
-                               f"{summary}", until=until, vertices=figures, recommended=recommended,
-                               task_managers=task_managers)
+                        f"{len(state.restarts)} rescales or upgrades in the last hour reach maxRescalesPerHour "
+                        f"{settings.max_rescales_per_hour}; would rescale {change}. {summary}",
+                        until=min(state.restarts) + HOUR_S, **figures_kw)
     for vid in final:
         if vid in pending and final[vid] != current[vid]:
             del pending[vid]  # applied now
     state = replace(state, pending_scale_downs=pending, overrides=dict(final), rescale_requested_at=t)
-    return decision(state, d.RESCALED, f"rescales {change}. {summary}", action=d.RESCALE, vertices=figures,
-                           recommended=recommended, task_managers=task_managers)
+    return decision(state, d.RESCALED, f"rescales {change}. {summary}", action=d.RESCALE, **figures_kw)
 
 
 def _figures(evaluation: Evaluation, topology: JobTopology, recs: Mapping[VertexId, VertexRecommendation],
