@@ -4,6 +4,9 @@ dead band, bounds and key-group alignment. Every expected number is worked by ha
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as settings_hypothesis
+from hypothesis import strategies as st
 from strom_operator.autoscaler.evaluator import VertexEvaluation, evaluate, output_ratio
 from strom_operator.autoscaler.metrics_window import MetricsWindow
 from strom_operator.autoscaler.topology import VertexId
@@ -196,3 +199,30 @@ def test_recommendation_aligns_to_key_groups():
     aligned to 8 for 128 key groups; target 350 needs 5, which stays 5."""
     assert recommend(_evaluation(2, true_total=200, target=490, max_parallelism=128), settings()).recommended == 8
     assert recommend(_evaluation(2, true_total=200, target=350, max_parallelism=128), settings()).recommended == 5
+
+
+@settings_hypothesis(max_examples=300, deadline=None)
+@given(parallelism=st.integers(1, 64), per_subtask=st.floats(1, 10_000), utilization=st.floats(0, 5),
+       key_groups=st.sampled_from([7, 64, 120, 128, 997]), min_p=st.integers(1, 4), max_p=st.integers(4, 200))
+def test_recommendation_is_the_least_parallelism_meeting_the_target_within_bounds(parallelism, per_subtask,
+                                                                                 utilization, key_groups, min_p,
+                                                                                 max_p):
+    """Against a plain reference: outside the dead band the recommendation is the smallest p whose capacity
+    at the target utilization covers the target, raised to minParallelism, capped by the bounds, plus at
+    most one step of alignment; inside the band it is the current parallelism."""
+    parallelism = min(parallelism, key_groups)
+    target = utilization * per_subtask * parallelism
+    conf = settings(min_parallelism=min_p, max_parallelism=max_p)
+    rec = recommend(_evaluation(parallelism, true_total=per_subtask * parallelism, target=target,
+                                max_parallelism=key_groups), conf)
+    upper = min(max_p, key_groups)
+    if 0.4 - 1e-9 <= utilization <= 1.0 + 1e-9:
+        assert rec.recommended == parallelism
+        return
+    # (the same 1e-9 slack for float error in the quotient as the scaler allows)
+    least = next(p for p in range(1, 100_000) if p >= target / (per_subtask * 0.7) - 1e-9)
+    bounded = min(max(least, min(min_p, upper)), upper)
+    assert rec.recommended in (bounded, bounded + 1)
+    assert rec.recommended <= upper
+    if rec.recommended == bounded + 1:
+        assert key_groups % rec.recommended == 0 and key_groups % bounded != 0
