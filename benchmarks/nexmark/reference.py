@@ -64,12 +64,12 @@ def _winners(events: list[Any]) -> dict[int, tuple[Auction, Bid]]:
     return winners
 
 
-def q4(events: list[Any]) -> dict[int, int]:
-    """category -> AVG(final) (BIGINT: truncated)"""
+def q4(events: list[Any]) -> dict[int, tuple[int, int]]:
+    """category -> (category, AVG(final)) (AVG of BIGINT: truncated)"""
     finals: dict[int, list[int]] = defaultdict(list)
     for a, b in _winners(events).values():
         finals[a.category].append(b.price)
-    return {c: sum(f) // len(f) for c, f in finals.items()}
+    return {c: (c, sum(f) // len(f)) for c, f in finals.items()}
 
 
 def q9(events: list[Any]) -> list[tuple[Any, ...]]:

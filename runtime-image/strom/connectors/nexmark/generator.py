@@ -156,7 +156,8 @@ class EventBatchGenerator:
         city = field(h0, 48) % len(pools.cities)
         state = field(h1, 0) % len(pools.states)
         card = [field(h1, 16), field(h1, 32), field(h1, 48), field(h2, 0)]
-        cards = ["%04d %04d %04d %04d" % t for t in zip(*((c % 10000).tolist() for c in card), strict=True)]
+        cards = [f"{a:04d} {b:04d} {c:04d} {d:04d}" for a, b, c, d in zip(*((x % 10000).tolist() for x in card),
+                                                                            strict=True)]
         size = 8 + self._name_lengths[name] + self._email_lengths[email] + 19 + self._city_lengths[city] + 2
         extra = self.extras(config.avg_person_byte_size, size, m)
         return list(map(_make_person, zip(
