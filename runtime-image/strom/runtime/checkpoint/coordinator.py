@@ -132,6 +132,7 @@ def build_metadata(
             parallelism=hs[0].parallelism,
             keyed=keyed,
             operator_state={h.subtask_index: h.path for h in hs},
+            shared_files=tuple(dict.fromkeys(f for h in hs for f in h.shared_files)),
         )
     return CheckpointMetadata(checkpoint_id, job_id, timestamp_ms, False, operators)
 

@@ -19,9 +19,10 @@ from typing import Any
 
 from strom.common import config_options as opts
 from strom.common.config_options import ConfigError
-from strom.runtime.checkpoint.layout import resolve_relative, savepoint_dir_name
+from strom.runtime.checkpoint.layout import savepoint_dir_name
 from strom.runtime.checkpoint.metadata import CheckpointMetadata, OperatorSnapshotRef, read_metadata, write_metadata
 from strom.runtime.checkpoint.storage import CheckpointStorage, checkpoint_storage_for
+from strom.runtime.checkpoint.task_snapshots import savepoint_state_file
 
 SavepointCallback = Callable[[str | None, str | None], None]  # (location URI, failure message)
 
@@ -64,14 +65,15 @@ def finalize_savepoint(
     source: CheckpointStorage, checkpoint_directory: str, metadata: CheckpointMetadata, target: SavepointTarget
 ) -> str:
     """Copy a completed checkpoint's state files into the savepoint directory, then write its
-    `_metadata` (last, so an interrupted copy never looks complete); returns the location URI."""
+    `_metadata` (last, so an interrupted copy never looks complete); returns the location URI.
+    Incremental RocksDB state is written in canonical form, so its shared files are not needed."""
     renamed: dict[str, str] = {}
-    for relative in metadata.files():
-        # one flat directory: a file referenced as '../shared/x' keeps a name inside the savepoint
-        name = relative.replace("../", "").replace("/", "_")
-        renamed[relative] = name
-        data = source.read_bytes(resolve_relative(checkpoint_directory, relative))
-        target.storage.write_bytes(f"{target.directory}/{name}", data)
+    for uid, op in metadata.operators.items():
+        for relative in dict.fromkeys([*op.keyed.values(), *op.operator_state.values()]):
+            name = relative.replace("../", "").replace("/", "_")  # one flat directory
+            renamed[relative] = name
+            data = savepoint_state_file(source, checkpoint_directory, relative, uid)
+            target.storage.write_bytes(f"{target.directory}/{name}", data)
     operators = {uid: _renamed(op, renamed) for uid, op in metadata.operators.items()}
     savepoint = replace(metadata, is_savepoint=True, operators=operators)
     write_metadata(target.storage, target.directory, savepoint)

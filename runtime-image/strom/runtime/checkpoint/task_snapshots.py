@@ -7,20 +7,28 @@ subtask's state went. One file per operator subtask, `<job-id>/chk-<n>/<operator
 holding the pickled `SerializedOperatorSnapshot` (keyed state by key group, timers, operator
 state, extra state). `load_operator_snapshots` reads every file of one operator uid back;
 `restore_operators` puts them into the operators of a new attempt before its tasks start.
+
+Incremental RocksDB snapshots upload their new SST files to `<job-id>/shared/` (through a
+`SharedFileUploader`); the state file then names them (`../shared/<file>`), the handle lists
+them as `shared_files` for the metadata (retention counts their references), and on loading
+the handle is bound to the storage so that a restore can read them. `savepoint_state_file`
+turns such a state file into the canonical, self-contained form a savepoint holds.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import pickle
+import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
 
 from strom.common.key_groups import KeyGroupRange
-from strom.runtime.checkpoint.layout import checkpoint_dir, resolve_relative
+from strom.runtime.checkpoint.layout import SHARED_STATE_DIR, checkpoint_dir, resolve_relative, shared_dir
 from strom.runtime.checkpoint.metadata import CheckpointMetadata
 from strom.runtime.checkpoint.storage import CheckpointStorage
 from strom.runtime.state.operator_snapshots import SerializedOperatorSnapshot, restore_operator, serialize_operator
@@ -39,11 +47,34 @@ class OperatorStateHandle:
     max_parallelism: int
     key_groups: KeyGroupRange | None  # None: the operator has no keyed state
     path: str
+    shared_files: tuple[str, ...] = ()  # files in `<job-id>/shared/` the state references, relative like `path`
 
 
 def state_file_name(operator_uid: str, subtask_index: int) -> str:
     # uids are user text ('Source: x#1', 'a/b'): quoting keeps one flat, valid file name
     return f"{quote(operator_uid, safe='')}-{subtask_index}"
+
+
+class SharedFileUploader:
+    """Uploads the SST files of incremental snapshots to `<job-id>/shared/` under unique names
+    (every subtask and attempt numbers its SST files alike)."""
+
+    def __init__(self, storage: CheckpointStorage, job_id: str) -> None:
+        self.storage = storage
+        self.job_id = job_id
+
+    def upload_shared(self, local_path: str) -> str:
+        name = f"{uuid.uuid4().hex}-{os.path.basename(local_path)}"
+        with open(local_path, "rb") as f:
+            data = f.read()
+        self.storage.write_bytes(shared_dir(self.job_id) + name, data)
+        return f"../{SHARED_STATE_DIR}/{name}"  # relative to `<job-id>/chk-<n>`
+
+
+def _shared_files(keyed: Any) -> tuple[str, ...]:
+    """The shared files a serialized keyed state references (an incremental RocksDB handle has some)."""
+    files = getattr(keyed, "shared_files", None)
+    return tuple(files()) if callable(files) else ()
 
 
 Acknowledge = Callable[[int, Any, list[OperatorStateHandle]], None]  # (checkpoint id, task key, handles)
@@ -74,10 +105,12 @@ class AsyncSnapshotWriter:
     def _write(self, task_key: Any, checkpoint_id: int, items: list[Any]) -> None:
         try:
             directory = checkpoint_dir(self.job_id, checkpoint_id)
+            uploader = SharedFileUploader(self.storage, self.job_id)
             handles = []
             for snapshot, max_parallelism, key_groups in items:
                 name = state_file_name(snapshot.operator_uid, snapshot.subtask_index)
-                data = pickle.dumps(serialize_operator(snapshot), protocol=pickle.HIGHEST_PROTOCOL)
+                serialized = serialize_operator(snapshot, uploader)
+                data = pickle.dumps(serialized, protocol=pickle.HIGHEST_PROTOCOL)
                 self.storage.write_bytes(f"{directory}/{name}", data)
                 handles.append(
                     OperatorStateHandle(
@@ -87,6 +120,7 @@ class AsyncSnapshotWriter:
                         max_parallelism,
                         key_groups if snapshot.keyed is not None else None,
                         name,
+                        _shared_files(serialized.keyed),
                     )
                 )
         except Exception as e:  # noqa: BLE001 - any failure declines this checkpoint, never the job
@@ -106,21 +140,52 @@ def load_operator_snapshots(
     ref = metadata.operators.get(operator_uid)
     if ref is None:
         return []
-    out = []
-    for relative in dict.fromkeys(ref.files()):
-        path = resolve_relative(directory, relative)
-        try:
-            snapshot = pickle.loads(storage.read_bytes(path))
-        except Exception as e:  # a missing, truncated or foreign file fails in many ways; all mean "unusable"
-            raise StateRestoreError(
-                f"operator uid {operator_uid!r}: cannot read its state file {storage.uri_of(path)}: {e}"
-            ) from e
-        if not isinstance(snapshot, SerializedOperatorSnapshot):
-            raise StateRestoreError(
-                f"operator uid {operator_uid!r}: {storage.uri_of(path)} is not an operator snapshot"
-            )
-        out.append(snapshot)
-    return out
+    # the shared files are SST files an incremental state file names, not state files themselves
+    return [
+        read_state_file(storage, directory, relative, operator_uid)
+        for relative in dict.fromkeys([*ref.keyed.values(), *ref.operator_state.values()])
+    ]
+
+
+def read_state_file(
+    storage: CheckpointStorage, directory: str, relative: str, operator_uid: str
+) -> SerializedOperatorSnapshot:
+    """One operator subtask's state file; an incremental keyed state in it can read its shared files."""
+    path = resolve_relative(directory, relative)
+    try:
+        snapshot = pickle.loads(storage.read_bytes(path))
+    except Exception as e:  # a missing, truncated or foreign file fails in many ways; all mean "unusable"
+        raise StateRestoreError(
+            f"operator uid {operator_uid!r}: cannot read its state file {storage.uri_of(path)}: {e}"
+        ) from e
+    if not isinstance(snapshot, SerializedOperatorSnapshot):
+        raise StateRestoreError(f"operator uid {operator_uid!r}: {storage.uri_of(path)} is not an operator snapshot")
+    bind = getattr(snapshot.keyed, "bound", None)
+    if bind is not None:
+        snapshot = replace(snapshot, keyed=bind(lambda rel: storage.read_bytes(resolve_relative(directory, rel))))
+    return snapshot
+
+
+def savepoint_state_file(storage: CheckpointStorage, directory: str, relative: str, operator_uid: str) -> bytes:
+    """The bytes a savepoint holds for a state file of the checkpoint in `directory`: the file itself,
+    or, for incremental RocksDB state, the same state in canonical form (savepoints are full and
+    self-contained, and restore into any state backend)."""
+    data = storage.read_bytes(resolve_relative(directory, relative))
+    if not _shared_files(_peek_keyed(data)):
+        return data
+    from strom.runtime.state.rocksdb_snapshots import to_canonical
+
+    snapshot = read_state_file(storage, directory, relative, operator_uid)
+    canonical = replace(snapshot, keyed=to_canonical(snapshot.keyed))
+    return pickle.dumps(canonical, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _peek_keyed(data: bytes) -> Any:
+    try:
+        snapshot = pickle.loads(data)
+    except Exception:  # noqa: BLE001 - not a state file this module wrote: copied as it is
+        return None
+    return getattr(snapshot, "keyed", None)
 
 
 def restore_operators(

@@ -15,7 +15,7 @@ from strom.common.key_groups import KeyGroupRange
 from strom.common.time import MIN_WATERMARK
 from strom.datastream.functions import Function, RuntimeContext
 from strom.runtime.metrics import MetricGroup
-from strom.runtime.state.keyed_backend import HeapKeyedStateBackend, StateAccessError
+from strom.runtime.state.keyed_backend import KeyedStateBackend, StateAccessError, create_keyed_state_backend
 from strom.runtime.state.operator_state import DefaultOperatorStateStore
 from strom.runtime.state.timers import InternalTimer, InternalTimerService
 
@@ -58,7 +58,7 @@ class Output:
 
 
 class StreamRuntimeContext(RuntimeContext):
-    def __init__(self, ctx: OperatorContext, backend: HeapKeyedStateBackend | None) -> None:
+    def __init__(self, ctx: OperatorContext, backend: KeyedStateBackend | None) -> None:
         self._ctx = ctx
         self._backend = backend
 
@@ -123,7 +123,7 @@ class StreamOperator:
         self.key_selectors = key_selectors
         self.output: Output = Output()
         self.ctx: OperatorContext | None = None
-        self.backend: HeapKeyedStateBackend | None = None
+        self.backend: KeyedStateBackend | None = None
         self.timer_service: InternalTimerService | None = None
         self.operator_state = DefaultOperatorStateStore()
         self.current_watermark = MIN_WATERMARK
@@ -134,7 +134,9 @@ class StreamOperator:
         self.ctx = ctx
         self.output = output
         if self.key_selectors:
-            self.backend = HeapKeyedStateBackend(
+            # state.backend.type: the heap (default) or RocksDB
+            self.backend = create_keyed_state_backend(
+                ctx.config,
                 max_parallelism=ctx.max_parallelism,
                 key_group_range=ctx.key_group_range,
                 clock=ctx.processing_time_service.now,
@@ -169,8 +171,16 @@ class StreamOperator:
         """All inputs ended: emit what is still buffered."""
 
     def close(self) -> None:
-        if isinstance(self.function, Function):
-            self.function.close()
+        try:
+            if isinstance(self.function, Function):
+                self.function.close()
+        finally:
+            self.close_backend()
+
+    def close_backend(self) -> None:
+        """Release the keyed state backend (a RocksDB backend's files); subclasses' close() must call it."""
+        if self.backend is not None:
+            self.backend.close()
 
     # -- records -----------------------------------------------------------------------------------
     def process_batch(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:

@@ -9,10 +9,12 @@ from typing import Any
 from strom.common.time import MAX_WATERMARK
 from strom.datastream.functions import TimeDomain
 from strom.datastream.output_tag import OutputTag
+from strom.datastream.state import ValueStateDescriptor
 from strom.runtime.operators.base import StreamOperator, results_of
 from strom.runtime.operators.contexts import ProcessContext, SideOutputBuffer
 from strom.runtime.operators.watermarks import WatermarkEmitter
 from strom.runtime.state.heap_states import VOID, StateTable
+from strom.runtime.state.keyed_backend import HeapKeyedStateBackend
 
 
 def split_tagged_outputs(
@@ -186,9 +188,14 @@ class ReduceOperator(StreamOperator):
     def open(self) -> None:
         super().open()
         self._fn = self._reduce_function()
-        # the running value lives in the keyed backend, so snapshots see it per key group
-        table = self.backend.tables.setdefault("_reduce", StateTable("_reduce", "value"))  # type: ignore[union-attr]
-        self._acc: dict[Any, Any] = table.map_for(VOID)
+        # the running value lives in the keyed backend, so snapshots see it per key group: the heap's
+        # table directly, any other backend (RocksDB) through a value state of the same name and kind
+        backend = self.backend
+        self._acc: dict[Any, Any] | None = None
+        if isinstance(backend, HeapKeyedStateBackend):
+            self._acc = backend.tables.setdefault("_reduce", StateTable("_reduce", "value")).map_for(VOID)
+        else:
+            self._running = backend.get_state(ValueStateDescriptor("_reduce"))  # type: ignore[union-attr]
 
     def _reduce_function(self) -> Any:
         return self.function.reduce
@@ -196,6 +203,9 @@ class ReduceOperator(StreamOperator):
     # hot path
     def process_batch(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
         fn, acc = self._fn, self._acc
+        if acc is None:
+            self._process_through_state(values, timestamps, keys)
+            return
         out = []
         append = out.append
         backend = self.backend
@@ -208,6 +218,17 @@ class ReduceOperator(StreamOperator):
                 new = fn(cur, v)
             acc[k] = new
             append(new)
+        self.output.collect(out, timestamps)
+
+    def _process_through_state(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
+        fn, running, backend = self._fn, self._running, self.backend
+        out = []
+        for k, v in zip(self.keys_for(values, keys), values, strict=True):
+            backend.current_key = k  # type: ignore[union-attr]
+            cur = running.value()
+            new = v if cur is None else fn(cur, v)
+            running.update(new)
+            out.append(new)
         self.output.collect(out, timestamps)
 
 

@@ -2,10 +2,11 @@
 
 It applies when the assigner is tumbling or sliding (event or processing time), the
 trigger is the assigner's default, there is no evictor and the function is an
-incremental reduce or aggregate. Then a record's windows follow from its timestamp by
-arithmetic, and the default trigger's decisions are known in advance: fire at
-max_timestamp, fire again at once for an element that arrives within the allowed
-lateness, clean up at max_timestamp + allowed_lateness.
+incremental reduce or aggregate, and the state is on the heap (it works on the heap
+backend's dicts; with RocksDB the generic path keeps every pane in the backend). Then a
+record's windows follow from its timestamp by arithmetic, and the default trigger's
+decisions are known in advance: fire at max_timestamp, fire again at once for an element
+that arrives within the allowed lateness, clean up at max_timestamp + allowed_lateness.
 
 Accumulators live in the window-contents state table of the keyed backend (namespace =
 TimeWindow, then key), exactly where the generic path keeps them, so state stays
@@ -33,6 +34,7 @@ from strom.datastream.windowing.assigners import (
 )
 from strom.datastream.windowing.triggers import EventTimeTrigger, ProcessingTimeTrigger
 from strom.datastream.windowing.windows import TimeWindow
+from strom.runtime.state.keyed_backend import HeapKeyedStateBackend
 
 _MISSING = object()
 _ALIGNED = (
@@ -49,6 +51,9 @@ class AlignedWindowAggregator:
         assigner = op.assigner
         if type(assigner) not in _ALIGNED or op.evictor is not None or op.contents_kind == "list":
             return False
+        if not isinstance(op.backend, HeapKeyedStateBackend):
+            return False  # it works on the heap's dicts; other backends take the generic path
+
         default = EventTimeTrigger if op.is_event_time else ProcessingTimeTrigger
         return type(op.trigger) is default
 

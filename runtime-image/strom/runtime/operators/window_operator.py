@@ -129,8 +129,11 @@ class WindowOperator(StreamOperator):
         return out
 
     def close(self) -> None:
-        for fn in getattr(self, "_user_functions", ()):
-            fn.close()
+        try:
+            for fn in getattr(self, "_user_functions", ()):
+                fn.close()
+        finally:
+            self.close_backend()
 
     # -- state helpers --------------------------------------------------------------------------------
     def namespaced_state(self, descriptor: StateDescriptor) -> Any:

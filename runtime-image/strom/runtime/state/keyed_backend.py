@@ -1,16 +1,20 @@
-"""The heap keyed state backend: all keyed state of one operator subtask, in dicts.
+"""Keyed state backends: the interface, the choice by configuration, and the heap backend.
 
-The backend owns the current key (set per record by the operator), creates state
-objects from descriptors, and can list its entries by key group, which is how
-snapshots address state so that it restores at another parallelism.
+A backend owns the current key (set per record by the operator), creates state objects
+from descriptors, and can list its entries by key group, which is how snapshots address
+state so that it restores at another parallelism. `state.backend.type` chooses the heap
+backend here (HASHMAP, the default: all keyed state of one subtask in dicts) or the
+RocksDB backend (`rocksdb_backend`, state on local disk).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
+from strom.common import config_options as opts
+from strom.common.config_options import ConfigError
 from strom.common.key_groups import KeyGroupAssigner, KeyGroupRange
 from strom.datastream.state import (
     AggregatingStateDescriptor,
@@ -33,6 +37,84 @@ def _describe(kind: str, ttl: bool) -> str:
 
 class StateAccessError(RuntimeError):
     """State used where it is not allowed, or redeclared with another kind."""
+
+
+class KeyedStateBackend(Protocol):
+    """What operators, timers and snapshots use of a keyed state backend (heap or RocksDB).
+
+    `current_key` is a plain attribute: operators set it per record without a call."""
+
+    max_parallelism: int
+    key_group_range: KeyGroupRange
+    clock: Callable[[], int]
+    operator_name: str
+    operator_uid: str
+    current_key: Any
+    tables: dict[str, Any]  # state name -> table with `name`, `kind`, `ttl`
+
+    def set_current_key(self, key: Any) -> None:
+        """Make `key` the key that state accesses address."""
+
+    def get_current_key(self) -> Any:
+        """The key that state accesses address."""
+
+    def get_state(self, descriptor: StateDescriptor) -> Any:
+        """The state object for a descriptor; the same object for the same name."""
+
+    def create_namespaced_state(self, descriptor: StateDescriptor) -> Any:
+        """A separate state object of the same state, for use with its own namespace."""
+
+    def keys(self, state_name: str, namespace: Any = None) -> list[Any]:
+        """The keys with an entry of the state in the namespace (a copy)."""
+
+    def entries_by_key_group(self) -> dict[int, dict[str, list[tuple[Any, Any, Any]]]]:
+        """{key_group: {state name: [(key, namespace, value), ...]}} for every entry."""
+
+    def close(self) -> None:
+        """Release what the backend holds (files, handles); idempotent."""
+
+
+def create_keyed_state_backend(
+    config: Any,
+    *,
+    max_parallelism: int,
+    key_group_range: KeyGroupRange,
+    clock: Callable[[], int] = wall_clock_ms,
+    operator_name: str = "",
+    operator_uid: str = "",
+) -> KeyedStateBackend:
+    """The backend `state.backend.type` names: HASHMAP (the heap) or ROCKSDB."""
+    raw = config.get(opts.STATE_BACKEND.key) if config is not None else None
+    kind = opts.STATE_BACKEND.default if raw is None else opts.STATE_BACKEND.parse(raw)
+    if kind == "HASHMAP":
+        return HeapKeyedStateBackend(
+            max_parallelism=max_parallelism,
+            key_group_range=key_group_range,
+            clock=clock,
+            operator_name=operator_name,
+            operator_uid=operator_uid,
+        )
+    if kind == "ROCKSDB":
+        from strom.runtime.state.rocksdb_options import rocksdb_settings
+
+        settings = rocksdb_settings(config)
+        try:
+            from strom.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend
+        except ImportError as e:
+            raise ConfigError(
+                f"'{opts.STATE_BACKEND.key}: rocksdb' needs the rocksdict package ({e}); "
+                "install it with pip install 'strom[rocksdb]'"
+            ) from None
+        return RocksDBKeyedStateBackend(
+            max_parallelism=max_parallelism,
+            key_group_range=key_group_range,
+            clock=clock,
+            operator_name=operator_name,
+            operator_uid=operator_uid,
+            local_dir=settings.local_dir or None,
+            incremental=settings.incremental,
+        )
+    raise ConfigError(f"invalid value {raw!r} for '{opts.STATE_BACKEND.key}': expected hashmap or rocksdb")
 
 
 class HeapKeyedStateBackend:
@@ -136,3 +218,6 @@ class HeapKeyedStateBackend:
 
     def num_entries(self) -> int:
         return sum(len(m) for t in self.tables.values() for m in t.maps.values())
+
+    def close(self) -> None:
+        """Nothing to release: the dicts go with the backend."""

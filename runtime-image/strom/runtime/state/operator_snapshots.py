@@ -21,9 +21,9 @@ from typing import Any, Protocol, runtime_checkable
 import cloudpickle
 
 from strom.datastream.functions import CheckpointedFunction
+from strom.runtime.state.keyed_backend import HeapKeyedStateBackend
 from strom.runtime.state.operator_state import BROADCAST, DefaultOperatorStateStore, redistribute
 from strom.runtime.state.snapshots import (
-    AnyKeyedSnapshot,
     KeyedStateSnapshot,
     SerializedKeyedState,
     StateRestoreError,
@@ -79,7 +79,7 @@ class OperatorSnapshot:
     operator_uid: str
     subtask_index: int
     parallelism: int
-    keyed: KeyedStateSnapshot | None
+    keyed: Any  # KeyedStateSnapshot (heap), a RocksDB snapshot (rocksdb_snapshots), or None
     operator_state: OperatorStateParts
     extra: dict[str, Any]
 
@@ -89,7 +89,7 @@ class SerializedOperatorSnapshot:
     operator_uid: str
     subtask_index: int
     parallelism: int
-    keyed: SerializedKeyedState | None
+    keyed: Any  # SerializedKeyedState (canonical), IncrementalKeyedStateHandle (rocksdb_snapshots), or None
     operator_state: bytes
     extra: bytes
 
@@ -128,9 +128,13 @@ def snapshot_operator(op: Any, *, checkpoint_id: int = 0, checkpoint_timestamp: 
     fn = op.function
     if isinstance(fn, CheckpointedFunction):
         fn.snapshot_state(FunctionSnapshotContext(checkpoint_id, checkpoint_timestamp))
-    keyed = None
-    if op.backend is not None:
+    keyed: Any = None
+    if isinstance(op.backend, HeapKeyedStateBackend):
         keyed = snapshot_keyed(op.backend, op.timer_service, operator_uid=ctx.operator_uid)
+    elif op.backend is not None:
+        from strom.runtime.state.rocksdb_snapshots import snapshot_rocksdb
+
+        keyed = snapshot_rocksdb(op.backend, op.timer_service, operator_uid=ctx.operator_uid)
     extra = op.snapshot_state() if isinstance(op, SnapshotStateHooks) else {}
     return OperatorSnapshot(
         ctx.operator_uid,
@@ -143,16 +147,42 @@ def snapshot_operator(op: Any, *, checkpoint_id: int = 0, checkpoint_timestamp: 
     )
 
 
-def serialize_operator(snapshot: OperatorSnapshot) -> SerializedOperatorSnapshot:
-    """Asynchronous phase: bytes for everything; safe on another thread."""
+def serialize_operator(snapshot: OperatorSnapshot, uploader: Any = None) -> SerializedOperatorSnapshot:
+    """Asynchronous phase: bytes for everything; safe on another thread. An incremental RocksDB
+    snapshot uploads its new SST files through `uploader` (a `SharedStateUploader`)."""
     return SerializedOperatorSnapshot(
         snapshot.operator_uid,
         snapshot.subtask_index,
         snapshot.parallelism,
-        serialize_keyed(snapshot.keyed) if snapshot.keyed is not None else None,
+        _serialize_keyed(snapshot.keyed, uploader),
         cloudpickle.dumps(snapshot.operator_state, protocol=pickle.HIGHEST_PROTOCOL),
         cloudpickle.dumps(snapshot.extra, protocol=pickle.HIGHEST_PROTOCOL),
     )
+
+
+def _serialize_keyed(keyed: Any, uploader: Any) -> Any:
+    if keyed is None:
+        return None
+    if isinstance(keyed, KeyedStateSnapshot):
+        return serialize_keyed(keyed)
+    from strom.runtime.state.rocksdb_snapshots import materialize
+
+    return materialize(keyed, uploader)
+
+
+def _restore_keyed_state(op: Any, keyed: list[Any]) -> None:
+    """Into the heap: incremental RocksDB handles are read into canonical form first (a checkpoint
+    taken with rocksdb restores into hashmap). Into RocksDB: every kind of snapshot."""
+    if isinstance(op.backend, HeapKeyedStateBackend):
+        if any(not isinstance(k, KeyedStateSnapshot | SerializedKeyedState) for k in keyed):
+            from strom.runtime.state.rocksdb_snapshots import to_canonical_any
+
+            keyed = [to_canonical_any(k) for k in keyed]
+        restore_keyed(op.backend, op.timer_service, keyed)
+        return
+    from strom.runtime.state.rocksdb_snapshots import restore_rocksdb
+
+    restore_rocksdb(op.backend, op.timer_service, keyed)
 
 
 def restore_operator(op: Any, snapshots: Sequence[AnyOperatorSnapshot]) -> None:
@@ -162,14 +192,14 @@ def restore_operator(op: Any, snapshots: Sequence[AnyOperatorSnapshot]) -> None:
     for s in snapshots:
         if s.operator_uid != uid:
             raise StateRestoreError(f"operator uid {uid!r}: given the snapshot of operator uid {s.operator_uid!r}")
-    keyed: list[AnyKeyedSnapshot] = [s.keyed for s in snapshots if s.keyed is not None]
+    keyed: list[Any] = [s.keyed for s in snapshots if s.keyed is not None]
     if keyed:
         if op.backend is None:
             raise StateRestoreError(
                 f"operator uid {uid!r}: the snapshot has keyed state but the operator is not keyed (no key_by?)"
             )
         op.backend.operator_uid = uid
-        restore_keyed(op.backend, op.timer_service, keyed)
+        _restore_keyed_state(op, keyed)
     op.operator_state = restore_operator_state(
         [_loaded(uid, s.operator_state) for s in snapshots],
         parallelism=ctx.parallelism,

@@ -148,15 +148,18 @@ def key_groups_of(snapshot: KeyedStateSnapshot) -> dict[int, KeyGroupState]:
     return groups
 
 
+def key_group_blob(state: KeyGroupState) -> bytes:
+    """The canonical bytes of one key group, whichever backend the state comes from."""
+    # cloudpickle, because values may be instances of classes defined in the user's job script
+    return cloudpickle.dumps(
+        (KEY_GROUP_FORMAT, state.entries, state.event_timers, state.processing_timers),
+        protocol=pickle.HIGHEST_PROTOCOL,
+    )
+
+
 def serialize_key_groups(snapshot: KeyedStateSnapshot) -> dict[int, bytes]:
     """One blob per non-empty key group. Safe on another thread: the snapshot is a private copy."""
-    # cloudpickle, because values may be instances of classes defined in the user's job script
-    return {
-        g: cloudpickle.dumps(
-            (KEY_GROUP_FORMAT, s.entries, s.event_timers, s.processing_timers), protocol=pickle.HIGHEST_PROTOCOL
-        )
-        for g, s in key_groups_of(snapshot).items()
-    }
+    return {g: key_group_blob(s) for g, s in key_groups_of(snapshot).items()}
 
 
 def serialize_keyed(snapshot: KeyedStateSnapshot) -> SerializedKeyedState:

@@ -1,0 +1,467 @@
+"""RocksDB keyed state snapshots: full (canonical) or incremental (SST files), and their restore.
+
+Synchronous phase (`snapshot_rocksdb`, on the task thread at the barrier), like Flink's:
+- full: take a RocksDB snapshot (a consistent read view, O(1)) and copy the heap timers;
+- incremental (`state.backend.incremental: true`): flush the memtable and create a RocksDB
+  checkpoint (hard links of the live SST files) in the working directory.
+
+Asynchronous phase (`materialize`, on the checkpoint writer's thread):
+- full: read the view by key group into the canonical blobs of `snapshots` (the heap backend's
+  format, so full snapshots restore into either backend at any parallelism);
+- incremental: upload only the SST files not uploaded by an earlier checkpoint to the job's
+  `shared/` directory (through a `SharedStateUploader`), keep the few small files (MANIFEST,
+  CURRENT, OPTIONS) inline, and return an `IncrementalKeyedStateHandle` that names every SST
+  file it needs. Retention counts references to the shared files (checkpoint/retention.py).
+
+Restore (`restore_rocksdb`): a single incremental handle of exactly this subtask's key groups is
+downloaded and opened as the database (and its SST files count as uploaded already); otherwise
+(rescaling, or canonical snapshots) the key groups in range are copied in — raw entries from
+incremental handles (the key-group prefix clips them), decoded entries from canonical blobs.
+`to_canonical` turns an incremental handle into canonical form (savepoints, restoring into the
+heap backend).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+import cloudpickle
+from rocksdict import Checkpoint, WriteBatch
+
+from strom.common.key_groups import KeyGroupRange, assign_to_key_group
+from strom.runtime.state import rocksdb_canonical as canonical
+from strom.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend, RocksDBTable, open_db
+from strom.runtime.state.snapshots import (
+    KeyedStateSnapshot,
+    KeyGroupState,
+    SerializedKeyedState,
+    StateMeta,
+    StateRestoreError,
+    Timer,
+    _check_coverage,
+    _check_max_parallelism,
+    _common_uid,
+    deserialize_key_group,
+    key_group_blob,
+    key_groups_of,
+)
+from strom.runtime.state.timers import InternalTimerService
+
+SST_SUFFIX = ".sst"
+_COPY_BATCH = 10_000
+
+
+class SharedStateUploader(Protocol):
+    """Where an incremental snapshot's new SST files go (implemented by the checkpoint writer)."""
+
+    def upload_shared(self, local_path: str) -> str:
+        """Upload the file; returns its path relative to the checkpoint directory ('../shared/...')."""
+
+
+Fetch = Callable[[str], bytes]  # a path relative to the checkpoint directory -> the file's bytes
+
+
+@dataclass(frozen=True, slots=True)
+class RocksDBFullSnapshot:
+    """Synchronous phase of a full snapshot: a consistent read view of the database."""
+
+    operator_uid: str
+    max_parallelism: int
+    key_group_range: KeyGroupRange
+    states: tuple[StateMeta, ...]
+    view: Any  # a rocksdict Snapshot; the task keeps writing while it is read
+    db: Any  # keeps the database open while the view is read
+    event_timers: list[Timer]
+    processing_timers: list[Timer]
+
+
+@dataclass(frozen=True, slots=True)
+class RocksDBIncrementalSnapshot:
+    """Synchronous phase of an incremental snapshot: a local RocksDB checkpoint of hard links."""
+
+    operator_uid: str
+    max_parallelism: int
+    key_group_range: KeyGroupRange
+    states: tuple[StateMeta, ...]
+    local_dir: str
+    previous: dict[str, str]  # SST files uploaded by earlier checkpoints: local name -> shared path
+    backend: RocksDBKeyedStateBackend  # told which SST files are uploaded once this one is
+    event_timers: list[Timer]
+    processing_timers: list[Timer]
+    next_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class IncrementalKeyedStateHandle:
+    """One subtask's RocksDB state in a checkpoint: SST files in `shared/`, small files inline."""
+
+    operator_uid: str
+    max_parallelism: int
+    key_group_range: KeyGroupRange
+    states: tuple[StateMeta, ...]
+    shared: dict[str, str]  # local SST file name -> path relative to the checkpoint directory
+    private: dict[str, bytes]  # MANIFEST, CURRENT, OPTIONS, ... of the RocksDB checkpoint
+    timers: bytes  # cloudpickled (event-time timers, processing-time timers)
+    next_seq: int
+    uploaded_bytes: int = 0  # bytes of SST files this checkpoint uploaded (the rest were re-used)
+    source: Fetch | None = field(default=None, compare=False)  # set when loaded from a checkpoint
+
+    def shared_files(self) -> tuple[str, ...]:
+        return tuple(sorted(set(self.shared.values())))
+
+    def bound(self, fetch: Fetch) -> IncrementalKeyedStateHandle:
+        """This handle, able to read its shared files through `fetch`."""
+        return replace(self, source=fetch)
+
+    def __getstate__(self) -> Any:
+        # never pickle the (storage-bound) source: a handle on disk is always unbound
+        return tuple(getattr(self, f) if f != "source" else None for f in self.__slots__)  # type: ignore[attr-defined]
+
+    def __setstate__(self, state: Any) -> None:
+        for f, v in zip(self.__slots__, state, strict=True):  # type: ignore[attr-defined]
+            object.__setattr__(self, f, v)
+
+
+# -- synchronous phase -------------------------------------------------------------------------
+def snapshot_rocksdb(
+    backend: RocksDBKeyedStateBackend,
+    timer_service: InternalTimerService | None,
+    *,
+    operator_uid: str | None = None,
+) -> RocksDBFullSnapshot | RocksDBIncrementalSnapshot:
+    uid = backend.operator_uid if operator_uid is None else operator_uid
+    event, processing = timer_service.timer_entries() if timer_service is not None else ([], [])
+    states = tuple(StateMeta(t.name, t.kind, t.ttl) for t in backend.tables.values())
+    if not backend.incremental:
+        return RocksDBFullSnapshot(
+            uid, backend.max_parallelism, backend.key_group_range, states, backend.db.snapshot(), backend.db, event,
+            processing,
+        )
+    backend.db.flush()  # the write-ahead log is off: only flushed data is in the checkpoint
+    local_dir = tempfile.mkdtemp(prefix="chk-", dir=backend.workdir)
+    os.rmdir(local_dir)  # RocksDB creates the checkpoint directory itself
+    Checkpoint(backend.db).create_checkpoint(local_dir)
+    return RocksDBIncrementalSnapshot(
+        uid,
+        backend.max_parallelism,
+        backend.key_group_range,
+        states,
+        local_dir,
+        dict(backend.uploaded_sst),
+        backend,
+        event,
+        processing,
+        backend.next_seq,
+    )
+
+
+# -- asynchronous phase ------------------------------------------------------------------------
+def materialize(
+    snapshot: RocksDBFullSnapshot | RocksDBIncrementalSnapshot, uploader: SharedStateUploader | None
+) -> SerializedKeyedState | IncrementalKeyedStateHandle:
+    if isinstance(snapshot, RocksDBFullSnapshot):
+        return _serialize_full(snapshot)
+    if uploader is None:
+        raise StateRestoreError(
+            f"operator uid {snapshot.operator_uid!r}: an incremental RocksDB snapshot needs checkpoint storage to "
+            "upload its files to"
+        )
+    return _upload_incremental(snapshot, uploader)
+
+
+def _serialize_full(snapshot: RocksDBFullSnapshot) -> SerializedKeyedState:
+    kinds = {m.name: m.kind for m in snapshot.states}
+    rng = snapshot.key_group_range
+    entries = canonical.read_entries(snapshot.view, rng, kinds, operator_uid=snapshot.operator_uid)
+    return _serialized(
+        snapshot.operator_uid,
+        snapshot.max_parallelism,
+        rng,
+        snapshot.states,
+        entries,
+        snapshot.event_timers,
+        snapshot.processing_timers,
+    )
+
+
+def _serialized(
+    uid: str,
+    max_parallelism: int,
+    rng: KeyGroupRange,
+    states: tuple[StateMeta, ...],
+    entries: dict[int, dict[str, list[Any]]],
+    event_timers: list[Timer],
+    processing_timers: list[Timer],
+) -> SerializedKeyedState:
+    """Canonical blobs: the entries (already by key group) and the timers, grouped by key group."""
+    groups = {g: KeyGroupState(e, [], []) for g, e in entries.items()}
+    for timers, pick in ((event_timers, 0), (processing_timers, 1)):
+        for timer in timers:
+            g = assign_to_key_group(timer[1], max_parallelism)
+            if g not in rng:
+                raise StateRestoreError(
+                    f"operator uid {uid!r}: timer key {timer[1]!r} of key group {g} is outside the range {rng}"
+                )
+            state = groups.get(g)
+            if state is None:
+                state = groups[g] = KeyGroupState({}, [], [])
+            (state.event_timers if pick == 0 else state.processing_timers).append(timer)
+    return SerializedKeyedState(uid, max_parallelism, rng, states, {g: key_group_blob(s) for g, s in groups.items()})
+
+
+def _upload_incremental(
+    snapshot: RocksDBIncrementalSnapshot, uploader: SharedStateUploader
+) -> IncrementalKeyedStateHandle:
+    shared: dict[str, str] = {}
+    private: dict[str, bytes] = {}
+    uploaded = 0
+    try:
+        for name in sorted(os.listdir(snapshot.local_dir)):
+            path = os.path.join(snapshot.local_dir, name)
+            if name.endswith(SST_SUFFIX):
+                previous = snapshot.previous.get(name)
+                if previous is None:
+                    previous = uploader.upload_shared(path)
+                    uploaded += os.path.getsize(path)
+                shared[name] = previous
+            else:
+                with open(path, "rb") as f:
+                    private[name] = f.read()
+    finally:
+        shutil.rmtree(snapshot.local_dir, ignore_errors=True)
+    # the next checkpoint re-uses exactly what this one references (files compacted away drop out)
+    snapshot.backend.uploaded_sst = dict(shared)
+    timers = cloudpickle.dumps((snapshot.event_timers, snapshot.processing_timers), protocol=pickle.HIGHEST_PROTOCOL)
+    return IncrementalKeyedStateHandle(
+        snapshot.operator_uid,
+        snapshot.max_parallelism,
+        snapshot.key_group_range,
+        snapshot.states,
+        shared,
+        private,
+        timers,
+        snapshot.next_seq,
+        uploaded,
+    )
+
+
+# -- reading incremental handles -----------------------------------------------------------------
+def download(handle: IncrementalKeyedStateHandle, directory: str) -> None:
+    """Write the handle's RocksDB checkpoint into `directory` (created), ready to be opened."""
+    if handle.source is None:
+        raise StateRestoreError(
+            f"operator uid {handle.operator_uid!r}: the incremental RocksDB handle is not bound to its checkpoint "
+            "storage, so its SST files cannot be read"
+        )
+    os.makedirs(directory, exist_ok=True)
+    for name, relative in handle.shared.items():
+        try:
+            data = handle.source(relative)
+        except Exception as e:  # a missing or unreadable shared file makes the checkpoint unusable
+            raise StateRestoreError(
+                f"operator uid {handle.operator_uid!r}: cannot read the shared state file {relative!r}: {e}"
+            ) from e
+        with open(os.path.join(directory, name), "wb") as f:
+            f.write(data)
+    for name, data in handle.private.items():
+        with open(os.path.join(directory, name), "wb") as f:
+            f.write(data)
+
+
+def handle_timers(handle: IncrementalKeyedStateHandle) -> tuple[list[Timer], list[Timer]]:
+    try:
+        event, processing = pickle.loads(handle.timers)
+    except Exception as e:  # a truncated or foreign blob fails in many ways; all mean "corrupt"
+        raise StateRestoreError(f"operator uid {handle.operator_uid!r}: the snapshot's timers are corrupt: {e}") from e
+    return event, processing
+
+
+def to_canonical(handle: IncrementalKeyedStateHandle, *, work_dir: str | None = None) -> SerializedKeyedState:
+    """The handle's state in canonical form (for savepoints and for restoring into the heap backend)."""
+    directory = tempfile.mkdtemp(prefix="strom-rocksdb-read-", dir=work_dir)
+    try:
+        download(handle, directory)
+        db = open_db(directory)
+        try:
+            kinds = {m.name: m.kind for m in handle.states}
+            entries = canonical.read_entries(db, handle.key_group_range, kinds, operator_uid=handle.operator_uid)
+        finally:
+            db.close()
+        event, processing = handle_timers(handle)
+        return _serialized(
+            handle.operator_uid, handle.max_parallelism, handle.key_group_range, handle.states, entries, event,
+            processing,
+        )
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+# -- restore -----------------------------------------------------------------------------------
+AnyRocksDBSnapshot = (
+    KeyedStateSnapshot | SerializedKeyedState | RocksDBFullSnapshot | IncrementalKeyedStateHandle
+)
+
+
+def restore_rocksdb(
+    backend: RocksDBKeyedStateBackend,
+    timer_service: InternalTimerService | None,
+    snapshots: Sequence[AnyRocksDBSnapshot],
+) -> None:
+    """Restore the key groups of `backend.key_group_range` from the snapshots of all old subtasks
+    (before the operator opens, on an empty backend)."""
+    if not snapshots:
+        return
+    snapshots = [_serialize_full(s) if isinstance(s, RocksDBFullSnapshot) else s for s in snapshots]
+    uid = _common_uid(snapshots)  # type: ignore[arg-type]
+    _check_max_parallelism(uid, backend.max_parallelism, snapshots)  # type: ignore[arg-type]
+    rng = backend.key_group_range
+    _check_coverage(uid, rng, snapshots)  # type: ignore[arg-type]
+    if not backend.operator_uid:
+        backend.operator_uid = uid
+    kinds = _restore_tables(uid, backend, snapshots)
+    saved_key = backend.current_key
+    try:
+        only = snapshots[0] if len(snapshots) == 1 else None
+        if isinstance(only, IncrementalKeyedStateHandle) and only.key_group_range == rng:
+            # the same key groups: the checkpoint's files become the database, and count as uploaded
+            backend.reopen(lambda path: download(only, path))
+            backend.uploaded_sst = dict(only.shared)
+            backend.next_seq = max(backend.next_seq, only.next_seq)
+            _restore_timers(uid, backend, timer_service, *handle_timers(only), rng)
+            return
+        for snap in snapshots:
+            if isinstance(snap, IncrementalKeyedStateHandle):
+                _copy_key_groups(backend, snap, rng)
+                _restore_timers(uid, backend, timer_service, *handle_timers(snap), rng)
+            else:
+                _restore_canonical(uid, backend, timer_service, snap, kinds)
+    finally:
+        backend.current_key = saved_key
+
+
+def _copy_key_groups(
+    backend: RocksDBKeyedStateBackend, handle: IncrementalKeyedStateHandle, rng: KeyGroupRange
+) -> None:
+    """Copy the raw entries of the key groups both ranges share (Flink's key-group clipping)."""
+    start = max(rng.start, handle.key_group_range.start)
+    end = min(rng.end, handle.key_group_range.end)
+    backend.next_seq = max(backend.next_seq, handle.next_seq)
+    if start > end:
+        return
+    directory = tempfile.mkdtemp(prefix="restore-", dir=backend.workdir)
+    try:
+        download(handle, directory)
+        source = open_db(directory)
+        try:
+            batch = WriteBatch(raw_mode=True)
+            n = 0
+            for k, v in canonical.scan_range(source, KeyGroupRange(start, end)):
+                batch.put(k, v)
+                n += 1
+                if n >= _COPY_BATCH:
+                    backend.db.write(batch)
+                    batch = WriteBatch(raw_mode=True)
+                    n = 0
+            if n:
+                backend.db.write(batch)
+        finally:
+            source.close()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _restore_canonical(
+    uid: str,
+    backend: RocksDBKeyedStateBackend,
+    timer_service: InternalTimerService | None,
+    snap: KeyedStateSnapshot | SerializedKeyedState,
+    kinds: dict[str, str],
+) -> None:
+    rng = backend.key_group_range
+    serialized = isinstance(snap, SerializedKeyedState)
+    parts = snap.key_groups if isinstance(snap, SerializedKeyedState) else key_groups_of(snap)
+    for g, part in parts.items():
+        if g not in rng:
+            continue
+        if g not in snap.key_group_range:
+            raise StateRestoreError(
+                f"operator uid {uid!r}: a snapshot of key groups {snap.key_group_range} holds key group {g}"
+            )
+        state = deserialize_key_group(part, operator_uid=uid, key_group=g) if serialized else part
+        canonical.write_entries(backend.db, kinds, g, state.entries, backend.take_seq, operator_uid=uid)  # type: ignore[union-attr]
+        _restore_timers(uid, backend, timer_service, state.event_timers, state.processing_timers, rng)  # type: ignore[union-attr]
+
+
+def _restore_timers(
+    uid: str,
+    backend: RocksDBKeyedStateBackend,
+    timer_service: InternalTimerService | None,
+    event: list[Timer],
+    processing: list[Timer],
+    rng: KeyGroupRange,
+) -> None:
+    max_p = backend.max_parallelism
+    mine = [[t for t in timers if assign_to_key_group(t[1], max_p) in rng] for timers in (event, processing)]
+    if not (mine[0] or mine[1]):
+        return
+    if timer_service is None:
+        raise StateRestoreError(f"operator uid {uid!r}: the snapshot has timers but the operator has no timer service")
+    for ts, key, ns in mine[0]:
+        backend.current_key = key
+        timer_service.register_event_time_timer(ns, ts)
+    for ts, key, ns in mine[1]:
+        backend.current_key = key
+        timer_service.register_processing_time_timer(ns, ts)
+
+
+def _restore_tables(uid: str, backend: RocksDBKeyedStateBackend, snapshots: Sequence[Any]) -> dict[str, str]:
+    """Every state of the snapshots as a table of the backend, checked against tables already declared."""
+    metas: dict[str, StateMeta] = {}
+    for s in snapshots:
+        for meta in s.states:
+            seen = metas.setdefault(meta.name, meta)
+            if seen != meta:
+                raise StateRestoreError(
+                    f"operator uid {uid!r}: state {meta.name!r} is {_describe(seen)} in one subtask's snapshot and "
+                    f"{_describe(meta)} in another"
+                )
+    for meta in metas.values():
+        table = backend.tables.get(meta.name)
+        if table is None:
+            backend.tables[meta.name] = RocksDBTable(meta.name, meta.kind, meta.ttl)
+        elif table.kind != meta.kind or table.ttl != meta.ttl:
+            raise StateRestoreError(
+                f"operator uid {uid!r}: state {meta.name!r} was snapshotted as {_describe(meta)} state but is "
+                f"declared as {_describe(StateMeta(table.name, table.kind, table.ttl))} state; a state's kind and "
+                "TTL setting cannot change for the same name (use a new state name)"
+            )
+    return {name: t.kind for name, t in backend.tables.items()}
+
+
+def _describe(meta: StateMeta) -> str:
+    return f"{meta.kind} (TTL)" if meta.ttl else meta.kind
+
+
+def new_shared_name(local_name: str) -> str:
+    """A shared file's name: unique across subtasks and attempts, which all number SST files alike."""
+    return f"{uuid.uuid4().hex}-{local_name}"
+
+
+def to_canonical_any(snapshot: Any) -> SerializedKeyedState:
+    """Any RocksDB snapshot in canonical form, for the heap backend."""
+    if isinstance(snapshot, RocksDBFullSnapshot):
+        return _serialize_full(snapshot)
+    if isinstance(snapshot, IncrementalKeyedStateHandle):
+        return to_canonical(snapshot)
+    if isinstance(snapshot, RocksDBIncrementalSnapshot):
+        raise StateRestoreError(
+            f"operator uid {snapshot.operator_uid!r}: an incremental RocksDB snapshot restores only once uploaded"
+        )
+    raise StateRestoreError(f"not a keyed state snapshot: {type(snapshot).__name__}")
