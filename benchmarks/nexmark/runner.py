@@ -47,6 +47,7 @@ class RunFigures:
     events: int
     parallelism: int
     seconds: float
+    cpu_seconds: float  # user + system CPU of this process during the run: what one core spent
     outputs: int
     checkpoints: int
     peak_rss_mb: float
@@ -54,6 +55,15 @@ class RunFigures:
     @property
     def events_per_second(self) -> float:
         return self.events / self.seconds
+
+    @property
+    def events_per_cpu_second(self) -> float:
+        return self.events / self.cpu_seconds
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def peak_rss_mb() -> float:
@@ -73,9 +83,9 @@ def run_timed(query: str, config: NexmarkConfig, *, parallelism: int, checkpoint
             env.enable_checkpointing(checkpoint_interval_ms)
         stream.add_sink(CountingSink()).name("blackhole")
         handle = load_executor().start_job(env.get_stream_graph(f"nexmark-{query}"))
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), cpu_seconds()
         handle.wait()
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu_start
         coordinator = getattr(getattr(handle, "_job", None), "checkpoint_coordinator", None)
         checkpoints = len(coordinator.completed_ids) if coordinator is not None else 0
-    return RunFigures(query, config.events, parallelism, seconds, CountingSink.count, checkpoints, peak_rss_mb())
+    return RunFigures(query, config.events, parallelism, seconds, cpu, CountingSink.count, checkpoints, peak_rss_mb())

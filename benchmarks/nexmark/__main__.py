@@ -1,0 +1,154 @@
+"""Nexmark on Strom (in-process engine, hashmap state): events/s, output rows and peak RSS per query,
+with same-run baselines: the generator alone, and the query's plain-Python reference loop.
+
+    python -m benchmarks.nexmark --query q5 --events 2000000 --parallelism 1 [--checkpoint-interval 10s]
+    python -m benchmarks.nexmark --all --events 1000000
+
+With --checkpoint-interval the query runs twice, without and with checkpoints (file://), and the
+overhead is printed. --all runs each query in its own process (so peak RSS is per query) and prints a
+table. Figures are wall-clock on a shared machine: read the ratios, not the absolute numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from typing import Any
+
+from strom.connectors.base import SourceReaderContext
+from strom.connectors.nexmark import NexmarkConfig, NexmarkSource
+
+from benchmarks.nexmark.queries import QUERIES
+from benchmarks.nexmark.reference import REFERENCES
+from benchmarks.nexmark.runner import RunFigures, run_timed
+
+REFERENCE_EVENTS_MAX = 200_000  # the reference holds its input in memory; its rate is measured on a prefix
+FLINK_PER_CORE = {  # Nexmark's published Flink 1.13 figures (RocksDB, exactly-once checkpoints), events/s/core
+    "q0": 155_000, "q1": 158_000, "q2": 175_000, "q3": 152_000, "q4": 34_000, "q5": 22_000, "q7": 12_000,
+    "q8": 146_000, "q11": 40_000, "q12": 76_000,
+}
+
+
+def parse_interval_ms(text: str) -> int:
+    m = re.fullmatch(r"\s*(\d+)\s*(ms|s|min)?\s*", text)
+    if m is None:
+        raise argparse.ArgumentTypeError(f"invalid interval {text!r}: expected e.g. '10s', '500ms' or '2min'")
+    return int(m.group(1)) * {"ms": 1, "s": 1000, "min": 60_000, None: 1}[m.group(2)]
+
+
+def generate(config: NexmarkConfig) -> tuple[list[Any], float]:
+    """All events of one subtask at parallelism 1, and the generator's standalone rate (events/s)."""
+    reader = NexmarkSource(config).create_reader(SourceReaderContext(0, 1))
+    out: list[Any] = []
+    start = time.process_time()
+    while (batch := reader.poll(1024)) is not None:
+        out += batch
+    return out, len(out) / (time.process_time() - start)
+
+
+def reference_rate(query: str, events: list[Any]) -> float | None:
+    reference = REFERENCES.get(query)
+    if reference is None:
+        return None
+    start = time.process_time()
+    reference(events)
+    return len(events) / (time.process_time() - start)
+
+
+def measure(args: argparse.Namespace, query: str) -> dict[str, Any]:
+    config = NexmarkConfig(events=args.events, rate=args.rate, event_rate=args.event_rate)
+    runs: list[RunFigures] = [run_timed(query, config, parallelism=args.parallelism)]
+    if args.checkpoint_interval:
+        runs.append(run_timed(query, config, parallelism=args.parallelism,
+                              checkpoint_interval_ms=args.checkpoint_interval))
+    rss = runs[-1].peak_rss_mb  # before the baselines allocate their event lists
+    prefix, generator_rate = generate(NexmarkConfig(events=min(args.events, REFERENCE_EVENTS_MAX),
+                                                    event_rate=args.event_rate))
+    return {
+        "query": query,
+        "events": args.events,
+        "parallelism": args.parallelism,
+        "events_per_s": runs[0].events_per_second,
+        "events_per_cpu_s": runs[0].events_per_cpu_second,
+        "outputs": runs[0].outputs,
+        "peak_rss_mb": rss,
+        "checkpointed_events_per_s": runs[1].events_per_second if len(runs) > 1 else None,
+        "checkpointed_events_per_cpu_s": runs[1].events_per_cpu_second if len(runs) > 1 else None,
+        "checkpoints": runs[1].checkpoints if len(runs) > 1 else None,
+        "generator_events_per_s": generator_rate,
+        "reference_events_per_s": reference_rate(query, prefix),
+    }
+
+
+def print_one(r: dict[str, Any], interval_ms: int) -> None:
+    print(f"{r['query']}: {r['events']:,} events, parallelism {r['parallelism']}")
+    print(f"  strom                  {r['events_per_s']:>10,.0f} events/s wall, {r['events_per_cpu_s']:>10,.0f} per "
+          f"CPU-second   {r['outputs']:,} output rows   peak RSS {r['peak_rss_mb']:,.0f} MB")
+    if r["checkpointed_events_per_s"]:
+        overhead = 100 * (r["events_per_cpu_s"] / r["checkpointed_events_per_cpu_s"] - 1)
+        print(f"  checkpoints every {interval_ms} ms {r['checkpointed_events_per_s']:>8,.0f} events/s wall, "
+              f"{r['checkpointed_events_per_cpu_s']:>10,.0f} per CPU-second   ({r['checkpoints']} completed, "
+              f"CPU overhead {overhead:.1f}%)")
+    print(f"  generator alone        {r['generator_events_per_s']:>10,.0f} events per CPU-second")
+    if r["reference_events_per_s"]:
+        print(f"  plain-Python reference {r['reference_events_per_s']:>10,.0f} events per CPU-second (events in a "
+              f"list)   strom/reference {r['events_per_cpu_s'] / r['reference_events_per_s']:.2f}")
+
+
+def run_all(args: argparse.Namespace) -> None:
+    rows = []
+    for query in QUERIES:
+        cmd = [sys.executable, "-m", "benchmarks.nexmark", "--query", query, "--events", str(args.events),
+               "--parallelism", str(args.parallelism), "--json"]
+        if args.event_rate:
+            cmd += ["--event-rate", str(args.event_rate)]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            print(f"{query}: failed\n{done.stderr}", file=sys.stderr)
+            continue
+        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        print(f"  {query} done: {rows[-1]['events_per_cpu_s']:,.0f} events/CPU-s", file=sys.stderr, flush=True)
+    print(f"events={args.events:,} parallelism={args.parallelism} (in-process engine, hashmap state); "
+          "ev/CPU-s = events per CPU-second of the process (per core); ref, gen: per CPU-second as well")
+    print(f"{'query':<6}{'ev/s wall':>11}{'ev/CPU-s':>11}{'outputs':>11}{'RSS MB':>8}{'ref ev/s':>12}{'strom/ref':>10}"
+          f"{'gen ev/s':>12}{'Flink/core':>12}")
+    for r in rows:
+        ref = r["reference_events_per_s"]
+        flink = FLINK_PER_CORE.get(r["query"])
+        ref_text = f"{ref:,.0f}" if ref else "-"
+        ratio_text = f"{r['events_per_cpu_s'] / ref:.2f}" if ref else "-"
+        flink_text = f"{flink:,}" if flink else "-"
+        print(f"{r['query']:<6}{r['events_per_s']:>11,.0f}{r['events_per_cpu_s']:>11,.0f}{r['outputs']:>11,}"
+              f"{r['peak_rss_mb']:>8,.0f}"
+              f"{ref_text:>12}{ratio_text:>10}{r['generator_events_per_s']:>12,.0f}{flink_text:>12}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    which = ap.add_mutually_exclusive_group(required=True)
+    which.add_argument("--query", choices=sorted(QUERIES, key=lambda q: int(q[1:])))
+    which.add_argument("--all", action="store_true", help="every query, one process each, as a table")
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--parallelism", type=int, default=1)
+    ap.add_argument("--rate", type=float, default=0, help="emitted events/s over all subtasks (0: unthrottled)")
+    ap.add_argument("--event-rate", type=float, default=None, help="events per second of event time")
+    ap.add_argument("--checkpoint-interval", type=parse_interval_ms, default=0, help="e.g. 10s: also run with "
+                    "checkpoints and print the overhead")
+    ap.add_argument("--json", action="store_true", help="print one JSON line (used by --all)")
+    args = ap.parse_args(argv)
+    if args.all:
+        run_all(args)
+        return
+    result = measure(args, args.query)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print_one(result, args.checkpoint_interval)
+
+
+if __name__ == "__main__":
+    main()
