@@ -155,9 +155,11 @@ class StromKubernetesEmulator(kmock.KubernetesEmulator):
             return response
         if request.action == enums.action.UPDATE and isinstance(request.data, Mapping):
             request = await self._prepare_update(request)
+        elif request.action == enums.action.UPDATE and isinstance(request.data, list):
+            request = await self._prepare_json_patch(request)
         response = await super()._handle(request)
-        if request.action == enums.action.DELETE and response.status < 300:
-            await self._collect_garbage()
+        if request.action in (enums.action.DELETE, enums.action.UPDATE) and response.status < 300:
+            await self._collect_garbage()  # an update may have released the last finalizer
         return response
 
     async def _put_as_patch(self, request: rendering.Request) -> rendering.Request:
@@ -200,6 +202,23 @@ class StromKubernetesEmulator(kmock.KubernetesEmulator):
                 meta["generation"] = int(old.get("metadata", {}).get("generation", 1)) + 1
         patch["metadata"] = meta
         return self._evolve(request, data=patch)
+
+    async def _prepare_json_patch(self, request: rendering.Request) -> rendering.Request:
+        """A failed `test` operation is 422 Unprocessable (kmock: 500); the patch bumps resourceVersion."""
+        async with self._lock:
+            stored = self._stored(request)
+            old = copy.deepcopy(dict(stored.raw)) if stored is not None else None
+        if old is None:
+            raise kmock.KubernetesObjectNotFoundError()
+        import jsonpatch
+
+        ops = list(request.data)
+        try:
+            jsonpatch.apply_patch(old, ops, in_place=False)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as e:
+            raise kmock.KubernetesError(status=422, reason="Invalid", message=f"the JSON patch failed: {e}") from None
+        ops.append({"op": "add", "path": "/metadata/resourceVersion", "value": str(next(self._versions))})
+        return self._evolve(request, data=ops)
 
     async def _collect_garbage(self) -> None:
         """Delete every object whose owners are all gone, until none is left (cascading)."""
