@@ -1,13 +1,13 @@
 """RocksDB keyed state snapshots: full (canonical) or incremental (SST files), and their restore.
 
 Synchronous phase (`snapshot_rocksdb`, on the task thread at the barrier), like Flink's:
-- full: take a RocksDB snapshot (a consistent read view, O(1)) and copy the heap timers;
-- incremental (`state.backend.incremental: true`): flush the memtable and create a RocksDB
-  checkpoint (hard links of the live SST files) in the working directory.
+flush the memtable, create a RocksDB checkpoint (hard links of the live SST files) in the
+working directory, and copy the heap timers. (A full snapshot cannot use a RocksDB snapshot
+as its consistent view: rocksdict's snapshot iterators read the live database.)
 
 Asynchronous phase (`materialize`, on the checkpoint writer's thread):
-- full: read the view by key group into the canonical blobs of `snapshots` (the heap backend's
-  format, so full snapshots restore into either backend at any parallelism);
+- full: read the checkpoint by key group into the canonical blobs of `snapshots` (the heap
+  backend's format, so full snapshots restore into either backend at any parallelism);
 - incremental: upload only the SST files not uploaded by an earlier checkpoint to the job's
   `shared/` directory (through a `SharedStateUploader`), keep the few small files (MANIFEST,
   CURRENT, OPTIONS) inline, and return an `IncrementalKeyedStateHandle` that names every SST
@@ -27,7 +27,6 @@ import os
 import pickle
 import shutil
 import tempfile
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -70,14 +69,13 @@ Fetch = Callable[[str], bytes]  # a path relative to the checkpoint directory ->
 
 @dataclass(frozen=True, slots=True)
 class RocksDBFullSnapshot:
-    """Synchronous phase of a full snapshot: a consistent read view of the database."""
+    """Synchronous phase of a full snapshot: a local RocksDB checkpoint, read in canonical form later."""
 
     operator_uid: str
     max_parallelism: int
     key_group_range: KeyGroupRange
     states: tuple[StateMeta, ...]
-    view: Any  # a rocksdict Snapshot; the task keeps writing while it is read
-    db: Any  # keeps the database open while the view is read
+    local_dir: str
     event_timers: list[Timer]
     processing_timers: list[Timer]
 
@@ -139,15 +137,14 @@ def snapshot_rocksdb(
     uid = backend.operator_uid if operator_uid is None else operator_uid
     event, processing = timer_service.timer_entries() if timer_service is not None else ([], [])
     states = tuple(StateMeta(t.name, t.kind, t.ttl) for t in backend.tables.values())
-    if not backend.incremental:
-        return RocksDBFullSnapshot(
-            uid, backend.max_parallelism, backend.key_group_range, states, backend.db.snapshot(), backend.db, event,
-            processing,
-        )
     backend.db.flush()  # the write-ahead log is off: only flushed data is in the checkpoint
     local_dir = tempfile.mkdtemp(prefix="chk-", dir=backend.workdir)
     os.rmdir(local_dir)  # RocksDB creates the checkpoint directory itself
     Checkpoint(backend.db).create_checkpoint(local_dir)
+    if not backend.incremental:
+        return RocksDBFullSnapshot(
+            uid, backend.max_parallelism, backend.key_group_range, states, local_dir, event, processing
+        )
     return RocksDBIncrementalSnapshot(
         uid,
         backend.max_parallelism,
@@ -179,7 +176,14 @@ def materialize(
 def _serialize_full(snapshot: RocksDBFullSnapshot) -> SerializedKeyedState:
     kinds = {m.name: m.kind for m in snapshot.states}
     rng = snapshot.key_group_range
-    entries = canonical.read_entries(snapshot.view, rng, kinds, operator_uid=snapshot.operator_uid)
+    try:
+        db = open_db(snapshot.local_dir)
+        try:
+            entries = canonical.read_entries(db, rng, kinds, operator_uid=snapshot.operator_uid)
+        finally:
+            db.close()
+    finally:
+        shutil.rmtree(snapshot.local_dir, ignore_errors=True)
     return _serialized(
         snapshot.operator_uid,
         snapshot.max_parallelism,
@@ -447,11 +451,6 @@ def _restore_tables(uid: str, backend: RocksDBKeyedStateBackend, snapshots: Sequ
 
 def _describe(meta: StateMeta) -> str:
     return f"{meta.kind} (TTL)" if meta.ttl else meta.kind
-
-
-def new_shared_name(local_name: str) -> str:
-    """A shared file's name: unique across subtasks and attempts, which all number SST files alike."""
-    return f"{uuid.uuid4().hex}-{local_name}"
 
 
 def to_canonical_any(snapshot: Any) -> SerializedKeyedState:
