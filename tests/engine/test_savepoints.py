@@ -225,3 +225,82 @@ def test_job_without_checkpointing_stops_with_a_savepoint_into_the_clusters_dire
         assert final_sums(out) == reference(COUNT)
     finally:
         cluster.close()
+
+
+def windowed_job(tmp_path: Path, name: str) -> tuple[str, Path]:
+    """Counts and sums per key in 100 ms event-time windows over a rate-limited prefix of the
+    numbers (one source subtask, so what it emitted is 0..N-1 for some N)."""
+    out = tmp_path / f"out-{name}"
+    job = tmp_path / f"{name}.py"
+    conf = {"execution.checkpointing.interval": "200 ms", "state.checkpoints.dir": f"file://{tmp_path / 'chk'}"}
+    job.write_text(
+        textwrap.dedent(f"""
+        from strom.common import Configuration, Duration, Encoder, WatermarkStrategy
+        from strom.datastream import StreamExecutionEnvironment
+        from strom.datastream.connectors import DataGeneratorSource
+        from strom.datastream.connectors.file_system import FileSink, BucketAssigner
+        from strom.datastream.window import TumblingEventTimeWindows
+
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.configure(Configuration({conf!r}))
+        strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda e, ts: e[1])
+        src = env.from_source(DataGeneratorSource(lambda i: (i % 5, i), 10**9, 2000.0), strategy, "numbers")
+        counts = (src.set_parallelism(1).uid("numbers")
+                  .map(lambda e: (e[0], e[1] // 100, 1, e[1])).uid("tag")
+                  .key_by(lambda t: t[0])
+                  .window(TumblingEventTimeWindows.of(Duration.of_millis(100)))
+                  .reduce(lambda a, b: (a[0], a[1], a[2] + b[2], a[3] + b[3])).uid("windows").set_parallelism(2))
+        sink = (FileSink.for_row_format({str(out)!r}, Encoder.simple_string_encoder())
+                .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner()).build())
+        counts.map(lambda t: " ".join(map(str, t))).uid("format").sink_to(sink).uid("sink")
+        env.execute("drained windows {name}")
+    """)
+    )
+    return str(job), out
+
+
+def test_stop_with_drain_fires_every_window_and_the_job_finishes(scenario):
+    cluster, tmp = scenario["cluster"], scenario["tmp"]
+    path, out = windowed_job(tmp, "drained")
+    job_id = submit(cluster, path)
+    cluster.wait_for_state(job_id, ("RUNNING",))
+    wait_until(lambda: any(p.is_file() for p in out.rglob("*")), timeout=90, what="the first window results")
+    status, answer = post(cluster, f"/jobs/{job_id}/stop", {"targetDirectory": str(tmp / "drain"), "drain": True})
+    assert status == 202, answer
+    assert cluster.wait_for_state(job_id, ("FINISHED", "FAILED", "CANCELED")) == "FINISHED"
+    assert local(savepoint_location(cluster, job_id, answer["request-id"])).parent == tmp / "drain"
+    windows: dict[tuple[int, int], tuple[int, int]] = {}
+    for f in out.rglob("*"):
+        if f.is_file() and not f.name.startswith("."):
+            for line in f.read_text().splitlines():
+                key, window, count, total = map(int, line.split())
+                assert (key, window) not in windows, f"window {(key, window)} fired twice"
+                windows[(key, window)] = (count, total)
+    # the source emitted 0..n-1 and nothing after the savepoint's barrier; the maximum watermark fired
+    # every window of them, the last (partial) one included
+    n = sum(count for count, _ in windows.values())
+    expected: dict[tuple[int, int], tuple[int, int]] = {}
+    for i in range(n):
+        count, total = expected.get((i % 5, i // 100), (0, 0))
+        expected[(i % 5, i // 100)] = (count + 1, total + i)
+    assert n > 0 and windows == expected
+
+
+def test_dispose_deletes_a_savepoint_and_refuses_a_checkpoint(scenario, tmp_path):
+    cluster = scenario["cluster"]
+    copy = tmp_path / "to-dispose"
+    shutil.copytree(local(scenario["running"]), copy)
+    proc = cluster.cli("savepoint", "--dispose", f"file://{copy}")
+    assert proc.returncode == 0, proc.stderr
+    assert "disposed" in proc.stdout and not copy.exists()
+    # a checkpoint is not a savepoint: refused, nothing deleted
+    checkpoint = tmp_path / "a-checkpoint"
+    shutil.copytree(local(scenario["running"]), checkpoint)
+    metadata = json.loads((checkpoint / "_metadata").read_text())
+    metadata["is_savepoint"] = False
+    (checkpoint / "_metadata").write_text(json.dumps(metadata))
+    proc = cluster.cli("savepoint", "--dispose", f"file://{checkpoint}")
+    assert proc.returncode == 1 and "not a savepoint" in proc.stderr, proc.stderr
+    assert (checkpoint / "_metadata").is_file()
+    proc = cluster.cli("savepoint", "--dispose", f"file://{tmp_path / 'nothing-here'}")
+    assert proc.returncode == 1 and "_metadata" in proc.stderr, proc.stderr

@@ -43,8 +43,12 @@ strom cancel JOBID [--jobmanager HOST:PORT]
     Cancel a job and wait until it is CANCELED.
 strom savepoint JOBID [TARGET_DIR] [--jobmanager HOST:PORT]
     Take a savepoint (default directory: state.savepoints.dir); prints its location.
-strom stop JOBID [--savepoint-path DIR] [--jobmanager HOST:PORT]
-    Take a savepoint, then stop the job (it ends FINISHED); prints the savepoint's location.
+strom savepoint --dispose SAVEPOINT_PATH [--jobmanager HOST:PORT]
+    Delete a savepoint (through the JobManager, with its storage credentials); refuses a checkpoint.
+strom stop JOBID [--savepoint-path DIR] [--drain] [--jobmanager HOST:PORT]
+    Take a savepoint, then stop the job (it ends FINISHED); prints the savepoint's location. The
+    sources emit nothing after the savepoint; --drain first emits the maximum watermark, so every
+    event-time window and timer fires before the savepoint.
 
   --jobmanager HOST:PORT  the JobManager's REST endpoint (rest.address:rest.port); default localhost:8081
   --verbose               print the traceback of a failure
@@ -292,7 +296,27 @@ def _await_savepoint(client: RestClient, jid: str, trigger_id: str, out: TextIO,
         time.sleep(0.1)
 
 
+def _dispose(client: Any, path: str, out: TextIO, err: TextIO) -> int:
+    trigger_id = client.dispose_savepoint(path)
+    deadline = time.monotonic() + SAVEPOINT_WAIT_S
+    while True:
+        answer = client.savepoint_disposal_status(trigger_id)
+        if answer["status"]["id"] == "COMPLETED":
+            cause = ((answer.get("operation") or {}).get("failure-cause") or {}).get("stack-trace")
+            if cause:
+                return _fail(err, cause)
+            print(f"Savepoint '{path}' disposed.", file=out)
+            return EXIT_OK
+        if time.monotonic() >= deadline:
+            return _fail(err, f"disposing of {path} did not complete within {SAVEPOINT_WAIT_S:g} s")
+        time.sleep(0.1)
+
+
 def _savepoint(options: ClientOptions, out: TextIO, err: TextIO) -> int:
+    if options.rest and options.rest[0] in ("--dispose", "-d"):
+        if len(options.rest) != 2:
+            raise UsageError(f"expected --dispose SAVEPOINT_PATH (strom savepoint --dispose PATH), got {options.rest!r}")
+        return _dispose(options.client(), options.rest[1], out, err)
     if not 1 <= len(options.rest) <= 2 or any(a.startswith("-") for a in options.rest):
         raise UsageError(f"expected JOBID [TARGET_DIR] (strom savepoint JOBID [TARGET_DIR]), got {options.rest!r}")
     jid, target = options.rest[0], (options.rest[1] if len(options.rest) == 2 else None)

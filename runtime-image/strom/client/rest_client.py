@@ -100,6 +100,13 @@ class RestClient:
     def savepoint_status(self, jid: str, trigger_id: str) -> dict[str, Any]:
         return self.request("GET", f"/jobs/{_segment(jid)}/savepoints/{_segment(trigger_id)}")
 
+    def dispose_savepoint(self, path: str) -> str:
+        """POST /savepoint-disposal; the trigger id to poll with `savepoint_disposal_status`."""
+        return self._trigger("/savepoint-disposal", {"savepoint-path": path})
+
+    def savepoint_disposal_status(self, trigger_id: str) -> dict[str, Any]:
+        return self.request("GET", f"/savepoint-disposal/{_segment(trigger_id)}")
+
     def _trigger(self, path: str, body: dict[str, Any]) -> str:
         data = json.dumps({k: v for k, v in body.items() if v is not None}).encode("utf-8")
         answer = self.request("POST", path, data=data, content_type="application/json")

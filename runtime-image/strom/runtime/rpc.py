@@ -79,6 +79,7 @@ class TriggerCheckpoint:
     attempt: int
     checkpoint_id: int
     timestamp: int
+    stop: str = ""  # stop-with-savepoint mode, see checkpoint.savepoints.SavepointTarget.stop
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,8 +67,9 @@ class TaskGateway(Protocol):
     def not_running(self) -> list[TaskKey]:
         """The tasks not RUNNING now (a checkpoint is only triggered when this is empty)."""
 
-    def trigger(self, checkpoint_id: int, timestamp_ms: int) -> None:
-        """Make the source tasks start the checkpoint; barriers carry it to everyone else."""
+    def trigger(self, checkpoint_id: int, timestamp_ms: int, stop: str = "") -> None:
+        """Make the source tasks start the checkpoint; barriers carry it to everyone else. `stop`:
+        a stop-with-savepoint's mode (savepoints.STOP_SUSPEND / STOP_DRAIN), '' otherwise."""
 
     def notify_complete(self, checkpoint_id: int) -> None: ...
 
@@ -84,10 +85,10 @@ class MailboxGateway:
     def not_running(self) -> list[TaskKey]:
         return [k for k, t in self._tasks.items() if t.state != "RUNNING"]
 
-    def trigger(self, checkpoint_id: int, timestamp_ms: int) -> None:
+    def trigger(self, checkpoint_id: int, timestamp_ms: int, stop: str = "") -> None:
         for task in self._tasks.values():
             if task.gate is None:
-                task.submit(partial(task.trigger_checkpoint, checkpoint_id, timestamp_ms))
+                task.submit(partial(task.trigger_checkpoint, checkpoint_id, timestamp_ms, stop))
 
     def notify_complete(self, checkpoint_id: int) -> None:
         for task in self._tasks.values():
@@ -248,7 +249,7 @@ class CheckpointCoordinator:
             target = self._savepoint_requests.pop(0) if savepoint and self._savepoint_requests else None
             self._pending = PendingCheckpoint(cid, timestamp_ms, self._clock(), set(self._keys), savepoint=target)
             self.stats.triggered(cid, timestamp_ms, len(self._keys))
-            gateway.trigger(cid, timestamp_ms)
+            gateway.trigger(cid, timestamp_ms, target.stop if target is not None else "")
             return cid
 
     # -- answers from the tasks ------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import Any
 
 from strom.common import config_options as opts
 from strom.common.config_options import ConfigError
-from strom.runtime.checkpoint.layout import savepoint_dir_name
+from strom.runtime.checkpoint.layout import METADATA_FILE, savepoint_dir_name
 from strom.runtime.checkpoint.metadata import CheckpointMetadata, OperatorSnapshotRef, read_metadata, write_metadata
 from strom.runtime.checkpoint.storage import CheckpointStorage, checkpoint_storage_for
 from strom.runtime.checkpoint.task_snapshots import savepoint_state_file
@@ -35,6 +35,9 @@ class SavepointTarget:
     storage: CheckpointStorage
     directory: str  # relative to the storage root: 'savepoint-<job6>-<random>'
     on_done: SavepointCallback
+    # stop-with-savepoint: '' (the job goes on), STOP_SUSPEND (sources emit nothing after the barrier)
+    # or STOP_DRAIN (sources emit the maximum watermark before it, and end once it completed)
+    stop: str = ""
 
     @property
     def location(self) -> str:
@@ -56,9 +59,14 @@ def savepoint_target_uri(requested: str | None, *configs: Any) -> str:
     )
 
 
-def new_savepoint_target(job_id: str, target_uri: str, config: Any, on_done: SavepointCallback) -> SavepointTarget:
+STOP_SUSPEND, STOP_DRAIN = "suspend", "drain"
+
+
+def new_savepoint_target(
+    job_id: str, target_uri: str, config: Any, on_done: SavepointCallback, *, stop: str = ""
+) -> SavepointTarget:
     """A fresh `savepoint-<job6>-<random>` directory under `target_uri`."""
-    return SavepointTarget(checkpoint_storage_for(target_uri, config), savepoint_dir_name(job_id), on_done)
+    return SavepointTarget(checkpoint_storage_for(target_uri, config), savepoint_dir_name(job_id), on_done, stop)
 
 
 def finalize_savepoint(
@@ -108,3 +116,23 @@ def check_savepoint_restore(
             f"--allow-non-restored-state ('{opts.SAVEPOINT_IGNORE_UNCLAIMED_STATE.key}: true')"
         )
     return metadata
+
+
+def dispose_savepoint(path: str, config: Any) -> str:
+    """Delete the savepoint at `path` (its directory, or its `_metadata` file's URI) and return its URI.
+
+    Only a savepoint is deleted: a directory whose `_metadata` is missing, unreadable or that of a
+    checkpoint raises (`CheckpointStorageError` / `ValueError`) and nothing is touched. The
+    `_metadata` goes first, so an interrupted disposal never leaves something that looks restorable.
+    """
+    uri = path.rstrip("/")
+    if uri.endswith("/" + METADATA_FILE):
+        uri = uri[: -len(METADATA_FILE) - 1]
+    metadata = read_metadata(uri, config=config)
+    if not metadata.is_savepoint:
+        raise ValueError(f"{uri} is a checkpoint, not a savepoint: refusing to dispose of it")
+    parent, _, name = uri.rpartition("/")
+    storage = checkpoint_storage_for(parent, config)
+    storage.delete(f"{name}/{METADATA_FILE}")
+    storage.delete_prefix(name)
+    return uri

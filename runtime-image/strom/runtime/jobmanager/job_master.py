@@ -33,7 +33,13 @@ from strom.graph.job_graph import JobGraph, create_job_graph
 from strom.graph.stream_graph import StreamGraph
 from strom.runtime.checkpoint.errors import CheckpointStorageError
 from strom.runtime.checkpoint.options import takes_snapshots
-from strom.runtime.checkpoint.savepoints import check_savepoint_restore, new_savepoint_target, savepoint_target_uri
+from strom.runtime.checkpoint.savepoints import (
+    STOP_DRAIN,
+    STOP_SUSPEND,
+    check_savepoint_restore,
+    new_savepoint_target,
+    savepoint_target_uri,
+)
 from strom.runtime.jobmanager.checkpointing import JobCheckpointing, RpcTaskGateway
 from strom.runtime.jobmanager.resource_manager import SlotRef
 from strom.runtime.jobmanager.restart_strategies import restart_strategy_from
@@ -147,9 +153,11 @@ class JobMaster:
         return RestoreCheckpoint(metadata.checkpoint_id, "", storage_uri=path)
 
     # -- savepoints ---------------------------------------------------------------------------------
-    def trigger_savepoint(self, target_directory: str | None, *, then: str | None = None) -> str:
+    def trigger_savepoint(self, target_directory: str | None, *, then: str | None = None, drain: bool = False) -> str:
         """Start a savepoint; its trigger id. `then` ('FINISHED' for stop, 'CANCELED' for cancel-job)
-        ends the job once the savepoint completed. Raises `SavepointRefused` or `ConfigError`."""
+        ends the job once the savepoint completed: its sources emit nothing after the savepoint's
+        barrier. With `drain` they emit the maximum watermark before it and then end their input, so
+        the job finishes as a bounded one does. Raises `SavepointRefused` or `ConfigError`."""
         # the request itself first: a missing target directory is a bad request whatever the job's state
         uri = savepoint_target_uri(target_directory, self.graph.config, self.jm.config)
         if self.checkpointing is None:
@@ -165,13 +173,19 @@ class JobMaster:
 
         def on_done(location: str | None, failure: str | None) -> None:
             # called on the coordinator's threads; the job's state belongs to the loop
-            loop.call_soon_threadsafe(self._savepoint_done, op.trigger_id, location, failure, then)
+            loop.call_soon_threadsafe(self._savepoint_done, op.trigger_id, location, failure, then, drain)
 
-        self.checkpointing.trigger_savepoint(new_savepoint_target(self.job_id, uri, self.graph.config, on_done))
+        stop = "" if then is None else STOP_DRAIN if drain else STOP_SUSPEND
+        target = new_savepoint_target(self.job_id, uri, self.graph.config, on_done, stop=stop)
+        self.checkpointing.trigger_savepoint(target)
         return op.trigger_id
 
-    def _savepoint_done(self, trigger_id: str, location: str | None, failure: str | None, then: str | None) -> None:
+    def _savepoint_done(
+        self, trigger_id: str, location: str | None, failure: str | None, then: str | None, drain: bool
+    ) -> None:
         self.savepoints.finish(trigger_id, location, failure)
+        if drain:
+            return  # the drained sources end their input: the job finishes by itself
         if location is not None and then is not None and self.state == "RUNNING":
             log.info("Job %s took savepoint %s and stops (%s)", self.job_id, location, then)
             self._cancel_attempt()

@@ -371,9 +371,12 @@ class JobManagerView(Protocol):
     def job_metrics(self, jid: JobId) -> Mapping[str, float]:
         """Job-scope metrics (uptime, numRestarts, checkpoint figures) by Flink name."""
 
-    def trigger_savepoint(self, jid: JobId, target_directory: str | None, *, then: str | None) -> str:
+    def trigger_savepoint(
+        self, jid: JobId, target_directory: str | None, *, then: str | None, drain: bool = False
+    ) -> str:
         """Start a savepoint and return its trigger id; `then` ('FINISHED' = stop, 'CANCELED' =
-        cancel-job) ends the job after it. `ConflictError` when the job cannot take one now,
+        cancel-job) ends the job after it, `drain` (with stop) emits the maximum watermark before
+        it. `ConflictError` when the job cannot take one now,
         `BadRequestError` when no target directory is known."""
 
     def savepoint_status(self, jid: JobId, trigger_id: str) -> SavepointStatus:

@@ -9,21 +9,27 @@ view refuses (e.g. cancelling a finished job), 500 with the message for anything
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 
+from strom.common.configuration import Configuration
 from strom.common.job_payload import JobPayloadError, read_header
+from strom.runtime.checkpoint import savepoints
 from strom.runtime.jobmanager import rest_messages as msg
 from strom.runtime.jobmanager.read_model import (
     BadRequestError,
     JobId,
     JobManagerView,
+    NotFoundError,
     RestHandlerError,
+    SavepointStatus,
     TaskManagerId,
     VertexId,
     is_flink_id,
@@ -33,6 +39,7 @@ log = logging.getLogger(__name__)
 
 VIEW_KEY: web.AppKey[JobManagerView] = web.AppKey("view")
 CLOCK_KEY: web.AppKey[Callable[[], int]] = web.AppKey("clock")
+DISPOSALS_KEY: web.AppKey[dict[str, SavepointStatus]] = web.AppKey("savepoint disposals")
 # Flink's rest.server.max-content-length default: a job payload carries the user's functions.
 DEFAULT_MAX_CONTENT_LENGTH = 104_857_600
 
@@ -201,18 +208,49 @@ async def trigger_savepoint(request: web.Request) -> web.Response:
 async def stop_with_savepoint(request: web.Request) -> web.Response:
     jid, body = _job_id(request), await _json_body(request)
     target = _optional(body, "targetDirectory", str)
-    if _optional(body, "drain", bool):
-        raise BadRequestError(
-            "Bad request: 'drain': true is not supported by this JobManager: its sources cannot emit the final "
-            "watermark on request; stop without drain (event-time windows then fire after the restore)"
-        )
-    trigger_id = _view(request).trigger_savepoint(jid, target, then="FINISHED")
+    drain = bool(_optional(body, "drain", bool))
+    trigger_id = _view(request).trigger_savepoint(jid, target, then="FINISHED", drain=drain)
     return _json(msg.savepoint_trigger_json(trigger_id), status=202)
 
 
 async def savepoint_status(request: web.Request) -> web.Response:
     jid, tid = _job_id(request), request.match_info["triggerid"]
     return _json(msg.savepoint_status_json(_view(request).savepoint_status(jid, tid)))
+
+
+async def dispose_savepoint(request: web.Request) -> web.Response:
+    """POST /savepoint-disposal {"savepoint-path": ...}: delete a savepoint in the background (with
+    the JobManager's storage credentials); poll GET /savepoint-disposal/:triggerid."""
+    body = await _json_body(request)
+    path = _optional(body, "savepoint-path", str)
+    if not path:
+        raise BadRequestError("Bad request: 'savepoint-path' (the savepoint's directory) is required")
+    operations: dict[str, SavepointStatus] = request.app[DISPOSALS_KEY]
+    trigger_id = uuid.uuid4().hex
+    operations[trigger_id] = SavepointStatus("IN_PROGRESS")
+    config = Configuration(dict(_view(request).config()))
+
+    def dispose() -> None:
+        try:
+            location = savepoints.dispose_savepoint(path, config)
+        except Exception as e:  # noqa: BLE001 - every failure is the operation's result
+            operations[trigger_id] = SavepointStatus("COMPLETED", failure=f"cannot dispose of {path}: {e}")
+            return
+        log.info("Disposed of savepoint %s", location)
+        operations[trigger_id] = SavepointStatus("COMPLETED", location=location)
+
+    asyncio.get_running_loop().run_in_executor(None, dispose)
+    return _json(msg.savepoint_trigger_json(trigger_id), status=200)
+
+
+async def savepoint_disposal_status(request: web.Request) -> web.Response:
+    status = request.app[DISPOSALS_KEY].get(request.match_info["triggerid"])
+    if status is None:
+        raise NotFoundError(f"Not found: no savepoint disposal {request.match_info['triggerid']!r}")
+    answer = msg.savepoint_status_json(status)
+    if answer["operation"] is not None:
+        answer["operation"].pop("location", None)  # Flink's disposal result has no location
+    return _json(answer)
 
 
 async def vertex_details(request: web.Request) -> web.Response:
@@ -262,6 +300,7 @@ def create_rest_app(
     """The REST application; `clock` (epoch ms) is injectable so tests control "now"."""
     app = web.Application(middlewares=[_flink_errors], client_max_size=max_content_length)
     app[VIEW_KEY] = view
+    app[DISPOSALS_KEY] = {}
     app[CLOCK_KEY] = clock or _wall_clock_ms
     r = app.router
     r.add_get("/overview", overview)
@@ -280,6 +319,8 @@ def create_rest_app(
     r.add_post("/jobs/{jobid}/savepoints", trigger_savepoint)
     r.add_get("/jobs/{jobid}/savepoints/{triggerid}", savepoint_status)
     r.add_post("/jobs/{jobid}/stop", stop_with_savepoint)
+    r.add_post("/savepoint-disposal", dispose_savepoint)
+    r.add_get("/savepoint-disposal/{triggerid}", savepoint_disposal_status)
     r.add_get("/jobs/{jobid}/vertices/{vertexid}", vertex_details)
     r.add_get("/jobs/{jobid}/vertices/{vertexid}/subtasks/metrics", subtask_metrics)
     r.add_get("/jobs/{jobid}/vertices/{vertexid}/backpressure", backpressure)

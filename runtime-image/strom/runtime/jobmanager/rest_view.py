@@ -182,10 +182,12 @@ class DispatcherView:
             history=tuple(e for c in s.history if (e := _checkpoint_entry(c)) is not None),
         )
 
-    def trigger_savepoint(self, jid: JobId, target_directory: str | None, *, then: str | None) -> str:
+    def trigger_savepoint(
+        self, jid: JobId, target_directory: str | None, *, then: str | None, drain: bool = False
+    ) -> str:
         job = self._job(jid)
         try:
-            return job.trigger_savepoint(target_directory, then=then)
+            return job.trigger_savepoint(target_directory, then=then, drain=drain)
         except SavepointRefused as e:
             raise ConflictError(str(e)) from None
         except ConfigError as e:  # no target directory, or one that is not a storage URI

@@ -91,7 +91,7 @@ class SlotWorker:
             elif isinstance(msg, TriggerCheckpoint):
                 for task in self.tasks.get((msg.job_id, msg.attempt), ()):
                     if task.gate is None:  # sources start it; barriers carry it to the rest
-                        task.submit(partial(task.trigger_checkpoint, msg.checkpoint_id, msg.timestamp))
+                        task.submit(partial(task.trigger_checkpoint, msg.checkpoint_id, msg.timestamp, msg.stop))
             elif isinstance(msg, NotifyCheckpointComplete):
                 for task in self.tasks.get((msg.job_id, msg.attempt), ()):
                     task.submit(partial(task.notify_checkpoint_complete, msg.checkpoint_id))

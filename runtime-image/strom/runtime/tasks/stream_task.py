@@ -93,6 +93,9 @@ class StreamTask:
         self.checkpoint_responder: CheckpointResponder | None = None
         self.checkpoint_key: Any = None
         self.aligner: BarrierAligner | None = None
+        # stop-with-savepoint of a source task: the savepoint's id and mode while it is pending
+        self._stop_savepoint: tuple[int, str] | None = None
+        self._drained = False
         self.thread = threading.Thread(target=self.run, name=f"{name} ({subtask_index + 1}/{parallelism})", daemon=True)
 
     @property
@@ -116,10 +119,21 @@ class StreamTask:
         self.checkpoint_key = key
 
     # -- checkpoints (all in the task thread, through the mailbox or the input loop) ------------------
-    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int) -> None:
-        """A source task starts checkpoint `checkpoint_id` (a mailbox action from the coordinator)."""
-        if self.state == RUNNING:
-            self._checkpoint(CheckpointBarrier(checkpoint_id, timestamp))
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, stop: str = "") -> None:
+        """A source task starts checkpoint `checkpoint_id` (a mailbox action from the coordinator).
+
+        `stop` makes it Flink's synchronous stop-with-savepoint: the source emits nothing after the
+        barrier, so no record is processed twice once the job restores from the savepoint. 'drain'
+        first emits the maximum watermark (every event-time window and timer fires into the
+        savepoint's output) and, once the savepoint completed, ends the input as a bounded source does.
+        """
+        if self.state != RUNNING:
+            return
+        if stop == "drain":
+            self.head.finish_input()
+        self._checkpoint(CheckpointBarrier(checkpoint_id, timestamp))
+        if stop:
+            self._stop_savepoint = (checkpoint_id, stop)
 
     def _checkpoint(self, barrier: CheckpointBarrier) -> None:
         responder = self.checkpoint_responder
@@ -140,6 +154,8 @@ class StreamTask:
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Mailbox action: the checkpoint completed; functions implementing CheckpointListener hear it."""
+        if self._stop_savepoint is not None and self._stop_savepoint == (checkpoint_id, "drain"):
+            self._drained = True
         for op in self.operators:
             fn = op.function
             if isinstance(fn, CheckpointListener):
@@ -149,6 +165,8 @@ class StreamTask:
         """Mailbox action: the checkpoint was abandoned; stop aligning it and tell the listeners."""
         if self.aligner is not None:
             self.aligner.abort(checkpoint_id)
+        if self._stop_savepoint is not None and self._stop_savepoint[0] == checkpoint_id:
+            self._stop_savepoint = None  # the stop failed: the job goes on, as in Flink
         for op in self.operators:
             fn = op.function
             if isinstance(fn, CheckpointListener):
@@ -240,6 +258,13 @@ class StreamTask:
             if self.cancelled:
                 raise TaskCancelledError()
             self._run_mailbox()
+            if self._stop_savepoint is not None:
+                if self._drained:
+                    break
+                # stopping: nothing more is read; wait for the savepoint's outcome or the cancel
+                self._flush()
+                time.sleep(0.005)
+                continue
             before = clock()
             r = head.emit_next()
             if r is None:
