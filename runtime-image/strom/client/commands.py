@@ -315,7 +315,7 @@ def _dispose(client: Any, path: str, out: TextIO, err: TextIO) -> int:
 def _savepoint(options: ClientOptions, out: TextIO, err: TextIO) -> int:
     if options.rest and options.rest[0] in ("--dispose", "-d"):
         if len(options.rest) != 2:
-            raise UsageError(f"expected --dispose SAVEPOINT_PATH (strom savepoint --dispose PATH), got {options.rest!r}")
+            raise UsageError(f"expected --dispose SAVEPOINT_PATH (strom savepoint --dispose PATH), got {options.rest}")
         return _dispose(options.client(), options.rest[1], out, err)
     if not 1 <= len(options.rest) <= 2 or any(a.startswith("-") for a in options.rest):
         raise UsageError(f"expected JOBID [TARGET_DIR] (strom savepoint JOBID [TARGET_DIR]), got {options.rest!r}")
