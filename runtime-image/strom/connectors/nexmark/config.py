@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError as missing:  # numpy is the `nexmark` extra, not a core dependency
+    raise ImportError("strom.connectors.nexmark needs numpy: pip install 'strom[nexmark]'") from missing
 
 FIRST_PERSON_ID = 1000
 FIRST_AUCTION_ID = 1000
