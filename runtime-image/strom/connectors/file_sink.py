@@ -1,10 +1,17 @@
-"""`FileSink`: PyFlink's row-format file sink, plain (non-transactional) for now.
+"""`FileSink`: PyFlink's row-format file sink, exactly-once when the job checkpoints.
 
 Each subtask writes one in-progress part file per bucket,
 `.<prefix>-<uuid>-<subtask>-<n><suffix>.inprogress.<uuid>`, and publishes it by renaming
-it to `<prefix>-<uuid>-<subtask>-<n><suffix>` when the rolling policy rolls it and at
-the end of input. On failure or cancellation in-progress files stay hidden (readers
-such as FileSource skip names starting with '.').
+it to `<prefix>-<uuid>-<subtask>-<n><suffix>`. In-progress files stay hidden (readers such
+as FileSource skip names starting with '.'), also after a failure or cancellation.
+
+With checkpointing (Flink's two-phase commit): a part rolled by the rolling policy, and every
+open part at each checkpoint barrier, is closed and becomes *pending* — a committable (its
+in-progress and final paths) kept in the checkpoint — and is renamed to its final name only once
+that checkpoint completed (`FileCommitter`). A restored job commits the pending files of its
+checkpoint again (a rename already done is skipped), and the in-progress files of records after
+the checkpoint are never published: the output holds every record exactly once.
+Without checkpointing, a rolled part is published at once (the engine's at-most-once default).
 """
 
 from __future__ import annotations
@@ -21,7 +28,13 @@ from strom.connectors.file_sink_policies import (
     OutputFileConfig,
     RollingPolicy,
 )
-from strom.connectors.sink_base import Sink, SinkInitContext, SinkWriter, SinkWriterContext
+from strom.connectors.sink_base import (
+    Committer,
+    PrecommittingSinkWriter,
+    SinkInitContext,
+    SinkWriterContext,
+    TwoPhaseCommittingSink,
+)
 
 DEFAULT_BUCKET_CHECK_INTERVAL_MS = 60_000
 
@@ -66,6 +79,13 @@ class InProgressPart:
         os.replace(self.in_progress_path, self.final_path)
         return self.final_path
 
+    def close_for_commit(self) -> tuple[str, str]:
+        """Close the file durably, unpublished: the committable (in-progress path, final path)."""
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        return (self.in_progress_path, self.final_path)
+
     def abandon(self) -> None:
         self._file.close()
 
@@ -73,9 +93,16 @@ class InProgressPart:
 class Bucket:
     """One bucket directory of one subtask: its in-progress part and its part counter."""
 
-    __slots__ = ("bucket_id", "directory", "part", "_unique_id", "_counter", "_subtask", "_config")
+    __slots__ = ("bucket_id", "directory", "part", "_unique_id", "_counter", "_subtask", "_config", "_pending")
 
-    def __init__(self, bucket_id: str, directory: str, subtask_index: int, config: OutputFileConfig) -> None:
+    def __init__(
+        self,
+        bucket_id: str,
+        directory: str,
+        subtask_index: int,
+        config: OutputFileConfig,
+        pending: list[tuple[str, str]] | None = None,
+    ) -> None:
         self.bucket_id = bucket_id
         self.directory = directory
         self.part: InProgressPart | None = None
@@ -84,6 +111,8 @@ class Bucket:
         self._counter = 0
         self._subtask = subtask_index
         self._config = config
+        # two-phase commit: closed parts go here (the writer's list) instead of being published
+        self._pending = pending
 
     def roll(self, now: int) -> InProgressPart:
         self.close_part()
@@ -96,7 +125,10 @@ class Bucket:
 
     def close_part(self) -> None:
         if self.part is not None:
-            self.part.publish()
+            if self._pending is None:
+                self.part.publish()
+            else:
+                self._pending.append(self.part.close_for_commit())
             self.part = None
 
 
@@ -121,8 +153,10 @@ class _AssignerContext:
         return self._writer_ctx.timestamp()
 
 
-class FileSinkWriter(SinkWriter):
+class FileSinkWriter(PrecommittingSinkWriter):
     def __init__(self, sink: FileSink, context: SinkInitContext) -> None:
+        # with checkpointing, closed parts wait here for prepare_commit
+        self._pending: list[tuple[str, str]] | None = [] if context.checkpointing else None
         self._base = local_path(sink.base_path)
         self._encode = sink.encoder.encode
         self._assigner = sink.bucket_assigner
@@ -139,7 +173,7 @@ class FileSinkWriter(SinkWriter):
 
     def _bucket(self, bucket_id: str) -> Bucket:
         directory = os.path.join(self._base, bucket_id) if bucket_id else self._base
-        bucket = self._buckets[bucket_id] = Bucket(bucket_id, directory, self._subtask, self._config)
+        bucket = self._buckets[bucket_id] = Bucket(bucket_id, directory, self._subtask, self._config, self._pending)
         return bucket
 
     # hot path: called per record
@@ -178,6 +212,16 @@ class FileSinkWriter(SinkWriter):
             else:
                 part.flush()
 
+    def prepare_commit(self) -> list[tuple[str, str]]:
+        """Roll every open part (Flink rolls row-format parts on checkpoint when it cannot resume
+        them) and hand over every closed, unpublished part."""
+        if self._pending is None:
+            return []
+        for bucket in self._buckets.values():
+            bucket.close_part()
+        committables, self._pending[:] = list(self._pending), []
+        return committables
+
     def close(self) -> None:
         self._closed = True
         for bucket in self._buckets.values():
@@ -187,7 +231,23 @@ class FileSinkWriter(SinkWriter):
         self._buckets.clear()
 
 
-class FileSink(Sink):
+class FileCommitter(Committer):
+    """Publishes pending part files by renaming them to their final names."""
+
+    def commit(self, committables: list[tuple[str, str]]) -> None:
+        for in_progress, final in committables:
+            try:
+                os.replace(in_progress, final)
+            except FileNotFoundError:
+                if not os.path.exists(final):
+                    raise FileNotFoundError(
+                        f"FileSink cannot commit {final}: its pending file {in_progress} is gone (was the output "
+                        "directory cleaned while the job restored?)"
+                    ) from None
+                # committed before (a restored job commits its checkpoint's pending files again)
+
+
+class FileSink(TwoPhaseCommittingSink):
     sink_name = "FileSink"
 
     def __init__(
@@ -213,6 +273,9 @@ class FileSink(Sink):
 
     def create_writer(self, context: SinkInitContext) -> FileSinkWriter:
         return FileSinkWriter(self, context)
+
+    def create_committer(self) -> FileCommitter:
+        return FileCommitter()
 
 
 class RowFormatBuilder:

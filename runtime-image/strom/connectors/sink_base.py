@@ -1,9 +1,15 @@
-"""The sink contract the sink-writer operator drives (Flink's Sink V2, without commits yet).
+"""The sink contract the sink-writer operator drives (Flink's Sink V2).
 
 A `Sink` is a description shipped with the job; each parallel subtask asks it for a
 `SinkWriter`. The operator hands the writer every record with a `SinkWriterContext`,
 calls `flush(end_of_input=True)` when the input ended, and `close()` in every case
 (also on failure or cancellation, when nothing may be published).
+
+Exactly-once sinks are a `TwoPhaseCommittingSink`: when the job takes checkpoints, before each
+barrier the operator asks the writer to `prepare_commit()` (e.g. close the open files, which stay
+invisible), keeps the committables in the checkpoint, and hands them to the sink's `Committer` once
+that checkpoint completed. A job restored from a checkpoint or savepoint commits the committables
+it holds again, so `Committer.commit` must be idempotent (a committable already committed is done).
 """
 
 from __future__ import annotations
@@ -31,6 +37,9 @@ class SinkInitContext:
     attempt_number: int
     processing_time_service: ProcessingTimeService
     config: Any = None
+    # the job takes checkpoints or savepoints: a two-phase committing writer then publishes nothing
+    # itself, everything goes through prepare_commit and the committer
+    checkpointing: bool = False
 
 
 class SinkWriterContext(Protocol):
@@ -62,3 +71,30 @@ class Sink(ABC):
     @abstractmethod
     def create_writer(self, context: SinkInitContext) -> SinkWriter:
         """A writer for this subtask."""
+
+
+class PrecommittingSinkWriter(SinkWriter):
+    """A writer of a `TwoPhaseCommittingSink` (Flink's PrecommittingSinkWriter)."""
+
+    @abstractmethod
+    def prepare_commit(self) -> list[Any]:
+        """Everything written since the last call, made durable but not visible: the committables
+        (picklable) that the `Committer` publishes once the checkpoint they belong to completed."""
+
+
+class Committer(ABC):
+    @abstractmethod
+    def commit(self, committables: list[Any]) -> None:
+        """Publish `committables`. Idempotent: one already published is skipped."""
+
+
+class TwoPhaseCommittingSink(Sink):
+    """A sink whose writes become visible only with a completed checkpoint: exactly-once output."""
+
+    @abstractmethod
+    def create_writer(self, context: SinkInitContext) -> PrecommittingSinkWriter:
+        """A writer for this subtask."""
+
+    @abstractmethod
+    def create_committer(self) -> Committer:
+        """The committer of this subtask's committables."""

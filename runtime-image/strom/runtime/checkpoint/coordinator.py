@@ -310,9 +310,10 @@ class CheckpointCoordinator:
         self._delete_directory(cid)
         self.stats.completed(cid, location)
         log.info("completed savepoint %d of job %s at %s", cid, self.job_id, location)
-        target.on_done(location, None)
+        # the tasks hear of it before a stop cancels them, so they commit what the savepoint prepared
         if self._gateway is not None:
             self._gateway.notify_complete(cid)
+        target.on_done(location, None)
 
     def _abort_pending(self, reason: str) -> None:
         pending, self._pending = self._pending, None

@@ -170,6 +170,13 @@ class StreamOperator:
     def finish(self) -> None:
         """All inputs ended: emit what is still buffered."""
 
+    # -- checkpoints (Flink's StreamOperator hooks; the function's CheckpointListener is told by the task)
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        """Before the barrier of `checkpoint_id` goes downstream: emit or prepare what belongs before it."""
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Checkpoint `checkpoint_id` completed (every task's state of it is durable)."""
+
     def close(self) -> None:
         try:
             if isinstance(self.function, Function):

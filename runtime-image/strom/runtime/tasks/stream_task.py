@@ -38,7 +38,13 @@ from strom.runtime.tasks.watermark_valve import StatusWatermarkValve
 log = logging.getLogger("strom.runtime.task")
 
 CREATED, DEPLOYING, RUNNING, FINISHED, CANCELING, CANCELED, FAILED = (
-    "CREATED", "DEPLOYING", "RUNNING", "FINISHED", "CANCELING", "CANCELED", "FAILED",
+    "CREATED",
+    "DEPLOYING",
+    "RUNNING",
+    "FINISHED",
+    "CANCELING",
+    "CANCELED",
+    "FAILED",
 )
 
 # One operator's synchronous snapshot with what the metadata needs to address it.
@@ -142,9 +148,11 @@ class StreamTask:
                 f"{self.display_name} received checkpoint barrier {barrier.checkpoint_id} but checkpointing "
                 "is not enabled for it"
             )
+        cid, ts = barrier.checkpoint_id, barrier.timestamp
+        for op in self.operators:
+            op.prepare_snapshot_pre_barrier(cid)
         for w in self.writers:
             w.broadcast_event(barrier)  # flushes first: the records before the barrier go before it
-        cid, ts = barrier.checkpoint_id, barrier.timestamp
         items: list[OperatorSnapshotItem] = []
         for op in self.operators:
             ctx = op.ctx
@@ -157,6 +165,7 @@ class StreamTask:
         if self._stop_savepoint is not None and self._stop_savepoint == (checkpoint_id, "drain"):
             self._drained = True
         for op in self.operators:
+            op.notify_checkpoint_complete(checkpoint_id)
             fn = op.function
             if isinstance(fn, CheckpointListener):
                 fn.notify_checkpoint_complete(checkpoint_id)
@@ -207,6 +216,7 @@ class StreamTask:
             self.state = FINISHED
         except TaskCancelledError:
             self.state = CANCELED
+            self._deliver_completions()
             self._close_quietly()
         except BaseException as e:  # noqa: BLE001 - any failure fails the task with its traceback
             if self.cancelled:
@@ -221,6 +231,18 @@ class StreamTask:
             self.ended_ns = time.perf_counter_ns()
             if self.on_done is not None:
                 self.on_done(self)
+
+    def _deliver_completions(self) -> None:
+        """A task cancelled right after a stop-with-savepoint still has the savepoint's completion in
+        its mailbox (the JobManager sends it before the cancel): deliver it, so the transactions the
+        savepoint prepared are committed (e.g. FileSink's pending files) rather than left to a restore."""
+        notify = self.notify_checkpoint_complete
+        for action in list(self.mailbox):
+            if getattr(action, "func", None) == notify:
+                try:
+                    action()
+                except Exception:  # noqa: BLE001 - a cancelled task reports nothing more
+                    log.warning("%s: a checkpoint completion failed while cancelling", self.display_name, exc_info=True)
 
     def _close_quietly(self) -> None:
         for op in self.operators:
