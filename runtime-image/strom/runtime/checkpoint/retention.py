@@ -11,7 +11,9 @@ When the job ends, `execution.checkpointing.externalized-checkpoint-retention` d
 happens to the retained checkpoints (Flink's CheckpointProperties): DELETE_ON_CANCELLATION keeps
 them only when the job FAILED, RETAIN_ON_CANCELLATION keeps them always, NO_EXTERNALIZED_CHECKPOINTS
 never. A job that is only suspended (JobManager failover) keeps them in every mode. Savepoints are
-never retained or subsumed here: they belong to the user. `taskowned/` is never touched.
+never retained or subsumed here: they belong to the user. `taskowned/` is never touched. When the
+job ended for good, shared files no retained checkpoint references (uploaded for checkpoints that
+never completed) are deleted too.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 
 from strom.runtime.checkpoint import options
 from strom.runtime.checkpoint.errors import CheckpointStorageError
-from strom.runtime.checkpoint.layout import metadata_path, normalize_prefix
+from strom.runtime.checkpoint.layout import metadata_path, normalize_prefix, shared_dir
 from strom.runtime.checkpoint.metadata import CheckpointMetadata, resolve_files
 from strom.runtime.checkpoint.storage import CheckpointStorage
 
@@ -122,6 +124,7 @@ class CompletedCheckpointStore:
         self._num_retained = num_retained
         self._registry = registry or SharedStateRegistry()
         self._checkpoints: list[RetainedCheckpoint] = []
+        self._shared_dirs: set[str] = set()  # `<job-id>/shared/` of the checkpoints added
 
     @property
     def checkpoints(self) -> list[RetainedCheckpoint]:
@@ -147,6 +150,7 @@ class CompletedCheckpointStore:
                 " completed checkpoints must have increasing ids"
             )
         directory = directory.strip("/")
+        self._shared_dirs.add(shared_dir(directory.rpartition("/")[0]))
         self._registry.register(metadata.checkpoint_id, _shared_files(directory, metadata))
         self._checkpoints.append(RetainedCheckpoint(metadata.checkpoint_id, directory, metadata))
         gone = set(subsumed_checkpoints((c.checkpoint_id for c in self._checkpoints), self._num_retained))
@@ -161,11 +165,25 @@ class CompletedCheckpointStore:
         Returns the ids deleted; the store is empty afterwards either way.
         """
         checkpoints, self._checkpoints = self._checkpoints, []
-        if not discard_on_shutdown(retention, job_status):
-            return []
-        for checkpoint in checkpoints:
-            self._discard(checkpoint)
-        return [c.checkpoint_id for c in checkpoints]
+        discard = discard_on_shutdown(retention, job_status)
+        if discard:
+            for checkpoint in checkpoints:
+                self._discard(checkpoint)
+        if str(job_status).upper() in _GLOBALLY_TERMINAL:
+            self._delete_orphaned_shared_files()
+        return [c.checkpoint_id for c in checkpoints] if discard else []
+
+    def _delete_orphaned_shared_files(self) -> None:
+        """Shared files no retained checkpoint references: uploaded for checkpoints that never
+        completed (aborted, or a savepoint's staging). While the job runs a task may still re-use
+        them in its next checkpoint; once it ended for good, nothing can."""
+        for shared in sorted(self._shared_dirs):
+            try:
+                for path in self._storage.list(shared):
+                    if self._registry.reference_count(path) == 0:
+                        self._storage.delete(path)
+            except CheckpointStorageError as exc:
+                log.warning("could not delete unreferenced shared state files under %s: %s", shared, exc)
 
     def _discard(self, checkpoint: RetainedCheckpoint) -> None:
         """Delete one checkpoint. A failed deletion is logged, not raised: it must not fail the job,
