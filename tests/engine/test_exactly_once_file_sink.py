@@ -9,12 +9,13 @@ gap), and nothing else is visible (in-progress and pending files are hidden).
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from pathlib import Path
 
 from strom.common import Encoder, Types, WatermarkStrategy
 from strom.connectors.sink_base import SinkInitContext
-from strom.datastream import KeyedProcessFunction, StreamExecutionEnvironment
+from strom.datastream import KeyedProcessFunction, StreamExecutionEnvironment, TwoPhaseCommitSinkFunction
 from strom.datastream.connectors.datagen import DataGeneratorSource
 from strom.datastream.connectors.file_system import BucketAssigner, FileSink, RollingPolicy
 from strom.datastream.functions import MapFunction
@@ -139,3 +140,56 @@ def test_committer_is_idempotent_and_names_a_lost_pending_file(tmp_path):
         assert str(final) in str(e)
     else:
         raise AssertionError("a pending file that vanished must not be committed silently")
+
+
+class TransactionalFiles(TwoPhaseCommitSinkFunction):
+    """A file per transaction: written hidden, renamed to its final name on commit."""
+
+    def __init__(self, directory: str) -> None:
+        super().__init__()
+        self.directory = directory
+
+    def begin_transaction(self):
+        # called from initialize_state, before open(), as in Flink
+        name = f"txn-{uuid.uuid4()}"
+        return (f"{self.directory}/.{name}.open", f"{self.directory}/{name}")
+
+    def invoke_transaction(self, transaction, value, context):
+        with open(transaction[0], "a") as f:
+            f.write(f"{value}\n")
+
+    def pre_commit(self, transaction):
+        Path(transaction[0]).touch()
+
+    def commit(self, transaction):
+        hidden, final = transaction
+        if Path(hidden).exists():
+            Path(hidden).rename(final)
+
+    def abort(self, transaction):
+        Path(transaction[0]).unlink(missing_ok=True)
+
+
+def test_two_phase_commit_sink_function_is_exactly_once_after_a_failure(tmp_path):
+    out = tmp_path / "txns"
+    out.mkdir()
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    env.enable_checkpointing(50)
+    src = DataGeneratorSource(lambda i: i, COUNT, rate_limit=RATE, type_info=Types.LONG())
+    (
+        env.from_source(src, WatermarkStrategy.no_watermarks(), "gen")
+        .map(FailOnceAt(), output_type=Types.LONG())
+        .key_by(lambda v: v % KEYS, key_type=Types.INT())
+        .process(CountPerKey(), output_type=Types.STRING())
+        .add_sink(TransactionalFiles(str(out)))
+    )
+    graph = env.get_stream_graph("two-phase commit sink function", clear_transformations=True)
+    graph.config.set("restart-strategy.type", "fixed-delay")
+    graph.config.set("restart-strategy.fixed-delay.attempts", 3)
+    graph.config.set("restart-strategy.fixed-delay.delay", "50 ms")
+    job = LocalJob(graph)
+    job.start()
+    job.wait(120)
+    assert job.restarts == 1 and job.restored_checkpoint_id is not None
+    assert Counter(published_lines(out)) == expected_lines()

@@ -43,6 +43,7 @@ from strom.datastream.functions import (
 )
 from strom.datastream.output_tag import OutputTag
 from strom.datastream.stream_execution_environment import JobExecutionResult, StreamExecutionEnvironment
+from strom.datastream.two_phase_commit import TwoPhaseCommitSinkFunction
 from strom.datastream.window import AllWindowedStream, WindowedStream
 
 __all__ = [
@@ -89,6 +90,7 @@ __all__ = [
     "StreamExecutionEnvironment",
     "TimeCharacteristic",
     "TimeDomain",
+    "TwoPhaseCommitSinkFunction",
     "WindowFunction",
     "WindowedStream",
 ]
