@@ -219,7 +219,7 @@ programs = st.tuples(
 )
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(program=programs, events=event_lists, parallelism=st.integers(1, 3))
 def test_generated_program_gives_the_reference_results_in_both_modes(program, events, parallelism):
     expected = multiset(reference(program, events))
