@@ -36,6 +36,14 @@ def wait_until(condition: Any, timeout: float = 30, what: str = "condition") -> 
 class SessionCluster:
     def __init__(self, *, taskmanagers: int, slots: int, extra: tuple[str, ...] = ()) -> None:
         self.extra = extra
+        self._start_jobmanager(rpc_port=0, rest_port=0)
+        self.tms: list[subprocess.Popen[str]] = []
+        self.tm_metrics_ports: list[int] = []
+        for _ in range(taskmanagers):
+            self.add_taskmanager(slots)
+        wait_until(lambda: self.get("/overview")["taskmanagers"] == taskmanagers, what="TaskManagers registered")
+
+    def _start_jobmanager(self, *, rpc_port: int, rest_port: int) -> None:
         self.jm = subprocess.Popen(
             [
                 sys.executable,
@@ -43,16 +51,16 @@ class SessionCluster:
                 "strom.cli",
                 "jobmanager",
                 "-D",
-                "rest.port=0",
+                f"rest.port={rest_port}",
                 "-D",
-                "jobmanager.rpc.port=0",
+                f"jobmanager.rpc.port={rpc_port}",
                 "-D",
                 "heartbeat.interval=500",
                 "-D",
                 "heartbeat.timeout=3000",
                 "-D",
                 "metrics.reporter.prom.port=0",
-                *extra,
+                *self.extra,
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -65,11 +73,17 @@ class SessionCluster:
             self.jm.kill()
             raise RuntimeError(f"JobManager did not start: {line!r}")
         self.rpc_port, self.rest_port, self.metrics_port = int(m.group(1)), int(m.group(2)), int(m.group(3))
-        self.tms: list[subprocess.Popen[str]] = []
-        self.tm_metrics_ports: list[int] = []
-        for _ in range(taskmanagers):
-            self.add_taskmanager(slots)
-        wait_until(lambda: self.get("/overview")["taskmanagers"] == taskmanagers, what="TaskManagers registered")
+
+    def kill_jobmanager(self) -> None:
+        """kill -9 the JobManager."""
+        self.jm.kill()
+        self.jm.wait(10)
+        if self.jm.stdout is not None:
+            self.jm.stdout.close()
+
+    def restart_jobmanager(self) -> None:
+        """A new JobManager on the same RPC and REST ports (where the TaskManagers and clients look)."""
+        self._start_jobmanager(rpc_port=self.rpc_port, rest_port=self.rest_port)
 
     def add_taskmanager(self, slots: int) -> subprocess.Popen[str]:
         tm_id = f"tm-{len(self.tms)}"

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
@@ -35,7 +35,7 @@ from strom.common import config_options as opts
 from strom.common.config_options import option
 from strom.common.key_groups import KeyGroupRange
 from strom.runtime.checkpoint.layout import checkpoint_dir
-from strom.runtime.checkpoint.metadata import CheckpointMetadata, OperatorSnapshotRef, write_metadata
+from strom.runtime.checkpoint.metadata import CheckpointMetadata, OperatorSnapshotRef, read_metadata, write_metadata
 from strom.runtime.checkpoint.options import read_option
 from strom.runtime.checkpoint.retention import (
     CompletedCheckpointStore,
@@ -146,10 +146,14 @@ class CheckpointCoordinator:
         config: Any,
         storage: CheckpointStorage,
         clock: Any = time.monotonic,
+        on_completed: Callable[[int, str], None] | None = None,
     ) -> None:
         self.job_id = job_id
         self.config = config
         self.storage = storage
+        # (checkpoint id, directory) of each completed checkpoint, before it subsumes older ones and
+        # before the tasks hear of it: where HA keeps its pointer; raising fails the checkpoint
+        self._on_completed = on_completed
         # <= 0: no periodic checkpoints, only the savepoints asked for
         self.interval_s = config.get(opts.CHECKPOINT_INTERVAL) / 1000.0
         self.timeout_s = read_option(config, CHECKPOINT_TIMEOUT) / 1000.0
@@ -201,6 +205,14 @@ class CheckpointCoordinator:
         with self._lock:
             self._abort_pending(reason)
             self._keys, self._gateway = set(), None
+
+    def recover(self, checkpoint_id: int, directory: str) -> None:
+        """Retain the completed checkpoint a previous JobManager left (high availability): it is
+        what the job restores from, it is subsumed as usual, and new checkpoint ids follow it."""
+        metadata = read_metadata(self.storage, directory)
+        with self._lock:
+            self.store.add(directory, metadata)
+            self._next_id = max(self._next_id, checkpoint_id + 1)
 
     @property
     def latest_completed(self) -> RetainedCheckpoint | None:
@@ -291,6 +303,12 @@ class CheckpointCoordinator:
         if pending.savepoint is not None:
             self._complete_savepoint(cid, directory, metadata, pending.savepoint)
             return
+        if self._on_completed is not None:
+            try:
+                self._on_completed(cid, directory)
+            except Exception as e:  # noqa: BLE001 - without its pointer a checkpoint must not count
+                self._aborted(cid, f"recording it for high availability failed: {e}")
+                return
         self.store.add(directory, metadata)
         self.completed_ids.append(cid)
         self.stats.completed(cid, external_path)

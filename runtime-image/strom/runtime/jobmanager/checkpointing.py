@@ -85,9 +85,21 @@ class RpcTaskGateway:
 class JobCheckpointing:
     """One job's coordinator, fed in order on one worker thread."""
 
-    def __init__(self, job_id: str, config: Any) -> None:
+    def __init__(
+        self,
+        job_id: str,
+        config: Any,
+        *,
+        on_completed: Callable[[int, str], None] | None = None,
+        recovered: tuple[int, str] | None = None,
+    ) -> None:
         self.storage = checkpoint_storage_for(snapshot_staging_dir(config), config)
-        self.coordinator = CheckpointCoordinator(job_id=job_id, config=config, storage=self.storage)
+        self.coordinator = CheckpointCoordinator(
+            job_id=job_id, config=config, storage=self.storage, on_completed=on_completed
+        )
+        if recovered is not None:
+            self.coordinator.recover(*recovered)
+            self.coordinator.stats.restored(recovered[0], self.storage.uri_of(recovered[1]))
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"checkpoints {job_id[:8]}")
         self.coordinator.start()
 

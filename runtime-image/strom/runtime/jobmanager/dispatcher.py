@@ -12,9 +12,12 @@ import uuid
 from concurrent.futures import Future
 from typing import Any
 
+import cloudpickle
+
 from strom.common import config_options as opts
 from strom.graph.stream_graph import StreamGraph
 from strom.runtime.jobmanager.checkpointing import validate_cluster_checkpointing
+from strom.runtime.jobmanager.high_availability import CheckpointPointer, HaServices, ha_services_for
 from strom.runtime.jobmanager.job_master import TERMINAL_JOB_STATES, JobMaster
 from strom.runtime.jobmanager.resource_manager import ResourceManager, TaskManagerRecord
 from strom.runtime.metrics.registry import MetricRegistry
@@ -57,6 +60,8 @@ class JobManager:
             num_running_jobs=lambda: len(self.running_jobs()),
         )
         self.metrics_port = 0
+        self.ha: HaServices = ha_services_for(config)
+        self.recovered_job_ids: list[str] = []
 
     def metrics_snapshot(self) -> Any:
         reports = [tm.metrics for tm in self.rm.taskmanagers.values() if tm.metrics]
@@ -82,6 +87,22 @@ class JobManager:
         log.info("JobManager RPC endpoint listening on %s:%d", host, self.rpc_port)
         self._tasks.append(asyncio.create_task(self._check_heartbeats()))
         self.start_exporter()
+        await self._recover_jobs()
+
+    async def _recover_jobs(self) -> None:
+        """High availability: take over the jobs a previous JobManager ran, each from its latest
+        completed checkpoint (its TaskManagers register again and the jobs are deployed on them)."""
+        loop = asyncio.get_running_loop()
+        for recovered in await loop.run_in_executor(None, self.ha.recover_jobs):
+            try:
+                graph = cloudpickle.loads(recovered.payload)
+                await self.submit(graph, recovered.job_id, recovered=recovered.checkpoint, _persist=False)
+            except Exception as e:  # noqa: BLE001 - one unrecoverable job must not keep the others down
+                log.error("could not recover job %s: %s", recovered.job_id, e)
+                continue
+            where = f"checkpoint {recovered.checkpoint.checkpoint_id}" if recovered.checkpoint else "its start"
+            log.info("Recovered job %s from %s", recovered.job_id, where)
+            self.recovered_job_ids.append(recovered.job_id)
 
     async def stop(self) -> None:
         for t in self._tasks:
@@ -178,7 +199,14 @@ class JobManager:
                     record.writer.close()
 
     # -- jobs ---------------------------------------------------------------------------------------------
-    async def submit(self, graph: StreamGraph, job_id: str | None = None) -> str:
+    async def submit(
+        self,
+        graph: StreamGraph,
+        job_id: str | None = None,
+        *,
+        recovered: CheckpointPointer | None = None,
+        _persist: bool = True,
+    ) -> str:
         job_id = job_id or uuid.uuid4().hex
         if job_id in self.jobs:
             raise ValueError(f"job {job_id} already exists")
@@ -189,7 +217,10 @@ class JobManager:
         problem = validate_cluster_checkpointing(graph.config)
         if problem is not None:
             raise ValueError(problem)
-        job = JobMaster(self, job_id, graph)
+        job = JobMaster(self, job_id, graph, recovered=recovered)
+        if _persist:
+            # kept before the job runs: a JobManager that dies from now on leaves it to its successor
+            await asyncio.get_running_loop().run_in_executor(None, self.ha.job_submitted, job_id, job.payload)
         self.jobs[job_id] = job
         log.info("Submitting job '%s' (%s)", job.name, job_id)
         asyncio.get_running_loop().create_task(job.start())
@@ -208,7 +239,11 @@ class JobManager:
             return job
 
         fut: Future[JobMaster] = asyncio.run_coroutine_threadsafe(wait(), self.loop)
-        return fut.result(timeout)
+        try:
+            return fut.result(timeout)
+        except TimeoutError:
+            fut.cancel()  # the waiter goes; the job does not (it is shielded)
+            raise
 
     def cancel_threadsafe(self, job_id: str) -> None:
         assert self.loop is not None

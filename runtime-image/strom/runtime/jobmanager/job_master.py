@@ -41,6 +41,7 @@ from strom.runtime.checkpoint.savepoints import (
     savepoint_target_uri,
 )
 from strom.runtime.jobmanager.checkpointing import JobCheckpointing, RpcTaskGateway
+from strom.runtime.jobmanager.high_availability import CheckpointPointer
 from strom.runtime.jobmanager.resource_manager import SlotRef
 from strom.runtime.jobmanager.restart_strategies import restart_strategy_from
 from strom.runtime.jobmanager.savepoint_operations import SavepointOperations, SavepointRefused
@@ -93,6 +94,8 @@ class JobMaster:
     end_time: float = 0.0
     failures: list[FailureRecord] = field(default_factory=list)
     num_restarts: int = 0
+    # high availability: the latest checkpoint a previous JobManager completed for this job
+    recovered: CheckpointPointer | None = None
 
     def __post_init__(self) -> None:
         self.name = self.graph.job_name
@@ -103,10 +106,22 @@ class JobMaster:
         self.state_times: dict[str, float] = {"CREATED": self.start_time}
         self.done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self.savepoints = SavepointOperations()
-        self.initial_restore = self._savepoint_restore()
         self.checkpointing: JobCheckpointing | None = None
+        if self.recovered is not None:
+            # the job restores its latest checkpoint, not the savepoint it was first submitted with
+            self.initial_restore: RestoreCheckpoint | None = RestoreCheckpoint(
+                self.recovered.checkpoint_id, self.recovered.directory
+            )
+        else:
+            self.initial_restore = self._savepoint_restore()
         if takes_snapshots(self.graph.config):
-            self.checkpointing = JobCheckpointing(self.job_id, self.graph.config)
+            ha = self.jm.ha
+            self.checkpointing = JobCheckpointing(
+                self.job_id,
+                self.graph.config,
+                on_completed=lambda cid, d: ha.checkpoint_completed(self.job_id, CheckpointPointer(cid, d)),
+                recovered=(self.recovered.checkpoint_id, self.recovered.directory) if self.recovered else None,
+            )
         stats = self.checkpointing.coordinator.stats if self.checkpointing is not None else None
         self.jm.registry.register_job_gauges(
             self.job_id,
@@ -130,6 +145,8 @@ class JobMaster:
                 self.jm.rm.release(self.job_id)
                 if self.checkpointing is not None:
                     self.checkpointing.shutdown(state)
+                if state != "SUSPENDED":  # a suspended job is recovered by the next JobManager
+                    asyncio.get_running_loop().run_in_executor(None, self.jm.ha.job_terminated, self.job_id)
                 if not self.done.done():
                     self.done.set_result(state)
 

@@ -106,8 +106,28 @@ def run_jobmanager(
             stop.wait()
             return 0
         assert run_job is not None
+        if jm.recovered_job_ids:
+            # high availability: this JobManager replaces one that died; its job goes on from its latest
+            # checkpoint instead of starting over (the entry point would submit it a second time)
+            return _await_recovered(jm, stop)
         from strom.runtime.minicluster import ClusterExecutor
 
         return run_job(job, list(job_args), config, executor=ClusterExecutor(jm))
     finally:
         jmt.stop()
+
+
+def _await_recovered(jm: JobManager, stop: threading.Event) -> int:
+    """Application mode after a JobManager failover: exit with the recovered jobs' outcome."""
+    outcomes = []
+    for job_id in jm.recovered_job_ids:
+        log.info("Application mode: waiting for recovered job %s", job_id)
+        while not stop.is_set():
+            try:
+                outcomes.append(jm.wait_threadsafe(job_id, timeout=1.0).state)
+                break
+            except TimeoutError:
+                continue
+        if stop.is_set():
+            return 130
+    return 0 if all(state == "FINISHED" for state in outcomes) else 1

@@ -391,4 +391,4 @@ class JobManagerView(Protocol):
         does not decode raises `BadRequestError`."""
 
     def rest_address(self) -> str:
-        """"host:port" the REST endpoint is bound to (the real port when configured as 0)."""
+        """ "host:port" the REST endpoint is bound to (the real port when configured as 0)."""
