@@ -27,13 +27,15 @@ PORTS = (("rest", REST_PORT), ("rpc", RPC_PORT), ("metrics", METRICS_PORT))
 
 
 def jobmanager_args(spec: FlinkJobSpec, *, restore_from: str | None, allow_non_restored_state: bool) -> list[str]:
-    """`strom` arguments; restore flags come before `--job` so the job's own args stay last."""
+    """`strom` arguments; restore flags come before `--job`, the job's own args after `--` (the CLI
+    would otherwise take the first of them for the job file and options among them for its own)."""
     args = ["jobmanager"]
     if restore_from:
         args += ["--from-savepoint", restore_from]
         if allow_non_restored_state:
             args.append("--allow-non-restored-state")
-    return args + ["--job", spec.job.entry, *spec.job.args]
+    args += ["--job", spec.job.entry]
+    return args + ["--", *spec.job.args] if spec.job.args else args
 
 
 def build_jobmanager_deployment(ref: FlinkJobRef, spec: FlinkJobSpec, *, restore_from: str | None = None,

@@ -85,7 +85,7 @@ def test_jobmanager_runs_the_entry_point_in_application_mode():
     c = _container(dep)
     assert dep["spec"]["replicas"] == 1 and dep["spec"]["strategy"] == {"type": "Recreate"}
     assert c["command"] == ["strom"]
-    assert c["args"] == ["jobmanager", "--job", "/opt/jobs/wc.py", "--topic", "words"]
+    assert c["args"] == ["jobmanager", "--job", "/opt/jobs/wc.py", "--", "--topic", "words"]
     assert {p["name"]: p["containerPort"] for p in c["ports"]} == {"rest": 8081, "rpc": 6123, "metrics": 9249}
     assert c["readinessProbe"]["httpGet"]["port"] == "rest" and c["livenessProbe"]["tcpSocket"]["port"] == "rest"
     assert c["volumeMounts"][0]["mountPath"] == "/opt/strom/conf"
