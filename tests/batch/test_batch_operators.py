@@ -320,3 +320,76 @@ def test_a_failing_user_function_fails_the_job_with_its_error():
 
     with pytest.raises(JobExecutionError, match="seven is not allowed"):
         run_batch(lambda env: env.from_sequence(1, 10).map(explode))
+
+
+def test_keyed_broadcast_state_is_built_from_the_whole_broadcast_side_first():
+    from strom.datastream import KeyedBroadcastProcessFunction
+    from strom.datastream.state import MapStateDescriptor
+
+    rules = MapStateDescriptor("rules", Types.STRING(), Types.INT())
+    factors = [("k0", 2), ("k1", 3), ("k3", 5)]
+
+    class Scale(KeyedBroadcastProcessFunction):
+        def process_element(self, value, ctx):
+            factor = ctx.get_broadcast_state(rules).get(value[0])
+            yield (value[0], value[1] * factor) if factor is not None else ("unmatched", value[1])
+
+        def process_broadcast_element(self, value, ctx):
+            ctx.get_broadcast_state(rules).put(value[0], value[1])
+
+    got = run_batch(
+        lambda env: env.from_collection(EVENTS)
+        .key_by(lambda e: e[0])
+        .connect(env.from_collection(factors).broadcast(rules))
+        .process(Scale())
+    )
+    table = dict(factors)
+    expected = [(k, v * table[k]) if k in table else ("unmatched", v) for k, v, _ in EVENTS]
+    assert multiset(got) == multiset(expected)
+
+
+def test_bounded_datagen_and_number_sequence_sources_split_over_subtasks():
+    from strom.datastream.connectors.datagen import DataGeneratorSource
+
+    got = run_batch(
+        lambda env: env.from_source(DataGeneratorSource(lambda i: i * i, 1000), WatermarkStrategy.no_watermarks(), "g")
+        .union(env.from_sequence(1, 300).map(lambda x: -x))
+    , parallelism=3)
+    assert sorted(got) == sorted([i * i for i in range(1000)] + [-x for x in range(1, 301)])
+
+
+def test_file_source_to_file_sink_written_from_the_executors(tmp_path):
+    from strom.common import Encoder
+    from strom.datastream.connectors.file_system import FileSink, FileSource, StreamFormat
+
+    (tmp_path / "in").mkdir()
+    lines = [f"{w} {i}" for i, w in enumerate(["to", "be", "or", "not", "to", "be"] * 30)]
+    for part in range(3):
+        (tmp_path / "in" / f"part-{part}.txt").write_text("\n".join(lines[part::3]) + "\n")
+    out = tmp_path / "out"
+
+    def build(env):
+        source = FileSource.for_record_stream_format(StreamFormat.text_line_format(), str(tmp_path / "in")).build()
+        counts = (
+            env.from_source(source, WatermarkStrategy.no_watermarks(), "lines")
+            .map(lambda l: (l.split()[0], 1))
+            .key_by(lambda t: t[0])
+            .sum(1)
+        )
+        counts.sink_to(FileSink.for_row_format(str(out), Encoder.simple_string_encoder()).build())
+        return counts
+
+    from strom.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    env.set_parallelism(2)
+    build(env)
+    env.execute("files")
+    written = [
+        line
+        for path in out.rglob("*")
+        if path.is_file() and not path.name.startswith(".")
+        for line in path.read_text().splitlines()
+    ]
+    assert sorted(written) == sorted(str(t) for t in Counter(l.split()[0] for l in lines).items())

@@ -76,6 +76,8 @@ def _target_selector(inp: StageInput, consumer: StageSpec, producer: int) -> Any
             return t
 
         return by_custom
+    if kind == "broadcast":
+        return lambda value: 0  # unused: route_records sends broadcast records to every partition itself
     if kind == "global" or n == 1:
         return lambda value: 0
     if kind in ("forward", "rescale"):
