@@ -3,11 +3,14 @@ slot processes, TCP channels, REST, failover."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
+import urllib.request
 from collections import Counter
 
 import pytest
@@ -451,3 +454,68 @@ def test_killed_slot_process_fails_the_job_over_and_its_taskmanager_stays(tmp_pa
         assert final_sums(tmp_path / "out") == reference(6000)
     finally:
         cluster.close()
+
+
+def test_application_mode_can_stay_up_after_its_job_for_clients_to_read_it(tmp_path):
+    """execution.shutdown-on-application-finish: false — the Kubernetes operator reads the final
+    state (and a stop's savepoint) from the REST API after the job ended."""
+    job = keyed_job(tmp_path, parallelism=2, count=2000)
+    jm = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "strom.cli",
+            "jobmanager",
+            "--job",
+            job,
+            "-D",
+            "rest.port=0",
+            "-D",
+            "jobmanager.rpc.port=0",
+            "-D",
+            "metrics.reporter.prom.port=0",
+            "-D",
+            "execution.shutdown-on-application-finish=false",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    tm = None
+    try:
+        line = jm.stdout.readline()
+        rpc_port, rest_port = (int(p) for p in re.search(r"rpc port (\d+), rest port (\d+)", line).groups())
+        tm = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "strom.cli",
+                "taskmanager",
+                "--jobmanager",
+                f"127.0.0.1:{rpc_port}",
+                "-D",
+                "taskmanager.numberOfTaskSlots=2",
+                "-D",
+                "metrics.reporter.prom.port=0",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=_env(),
+        )
+
+        def job_states() -> list[str]:
+            with urllib.request.urlopen(f"http://127.0.0.1:{rest_port}/jobs/overview", timeout=5) as r:
+                return [j["state"] for j in json.loads(r.read())["jobs"]]
+
+        assert wait_until(lambda: job_states() == ["FINISHED"], timeout=120, what="the job FINISHED")
+        assert jm.poll() is None, "the JobManager exited although told to stay up"
+        assert final_sums(tmp_path / "out") == reference(2000)
+        jm.send_signal(signal.SIGTERM)
+        assert jm.wait(30) == 0, jm.stderr.read()
+    finally:
+        if tm is not None:
+            tm.terminate()
+            tm.wait(10)
+        if jm.poll() is None:
+            jm.kill()

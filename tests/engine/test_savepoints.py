@@ -265,6 +265,13 @@ def test_stop_with_drain_fires_every_window_and_the_job_finishes(scenario):
     job_id = submit(cluster, path)
     cluster.wait_for_state(job_id, ("RUNNING",))
     wait_until(lambda: any(p.is_file() for p in out.rglob("*")), timeout=90, what="the first window results")
+    # a client-named trigger id makes the request idempotent: repeated, it is the same one savepoint
+    body = {"target-directory": str(tmp / "named"), "triggerId": "operator-nonce-1"}
+    assert post(cluster, f"/jobs/{job_id}/savepoints", body) == (202, {"request-id": "operator-nonce-1"})
+    assert post(cluster, f"/jobs/{job_id}/savepoints", body) == (202, {"request-id": "operator-nonce-1"})
+    savepoint_location(cluster, job_id, "operator-nonce-1")
+    assert len(list((tmp / "named").iterdir())) == 1
+    assert post(cluster, f"/jobs/{job_id}/savepoints", {"triggerId": "not/valid"})[0] == 400
     status, answer = post(cluster, f"/jobs/{job_id}/stop", {"targetDirectory": str(tmp / "drain"), "drain": True})
     assert status == 202, answer
     assert cluster.wait_for_state(job_id, ("FINISHED", "FAILED", "CANCELED")) == "FINISHED"

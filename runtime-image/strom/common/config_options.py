@@ -234,6 +234,13 @@ HEARTBEAT_INTERVAL = option("heartbeat.interval", "duration", 10_000, "TaskManag
 HEARTBEAT_TIMEOUT = option(
     "heartbeat.timeout", "duration", 50_000, "A TaskManager without heartbeat for this long is lost."
 )
+SHUTDOWN_ON_APPLICATION_FINISH = option(
+    "execution.shutdown-on-application-finish",
+    "bool",
+    True,
+    "Application mode: the JobManager exits when its job ended; false keeps it (and its REST API) up until "
+    "terminated, so a client (the Kubernetes operator) can read the final state and savepoint.",
+)
 SLOT_REQUEST_TIMEOUT = option(
     "slot.request.timeout", "duration", 300_000, "How long a job waits for enough free slots."
 )

@@ -170,11 +170,22 @@ class JobMaster:
         return RestoreCheckpoint(metadata.checkpoint_id, "", storage_uri=path)
 
     # -- savepoints ---------------------------------------------------------------------------------
-    def trigger_savepoint(self, target_directory: str | None, *, then: str | None = None, drain: bool = False) -> str:
+    def trigger_savepoint(
+        self,
+        target_directory: str | None,
+        *,
+        then: str | None = None,
+        drain: bool = False,
+        trigger_id: str | None = None,
+    ) -> str:
         """Start a savepoint; its trigger id. `then` ('FINISHED' for stop, 'CANCELED' for cancel-job)
         ends the job once the savepoint completed: its sources emit nothing after the savepoint's
         barrier. With `drain` they emit the maximum watermark before it and then end their input, so
-        the job finishes as a bounded one does. Raises `SavepointRefused` or `ConfigError`."""
+        the job finishes as a bounded one does. A client's `trigger_id` makes the request idempotent:
+        repeating it (e.g. a restarted operator) returns the same operation, never a second savepoint.
+        Raises `SavepointRefused` or `ConfigError`."""
+        if trigger_id is not None and self.savepoints.get(trigger_id) is not None:
+            return trigger_id
         # the request itself first: a missing target directory is a bad request whatever the job's state
         uri = savepoint_target_uri(target_directory, self.graph.config, self.jm.config)
         if self.checkpointing is None:
@@ -185,7 +196,7 @@ class JobMaster:
             )
         if self.state != "RUNNING":
             raise SavepointRefused(f"job {self.job_id} is {self.state}: only a RUNNING job can take a savepoint")
-        op = self.savepoints.start()
+        op = self.savepoints.start(trigger_id)
         loop = asyncio.get_running_loop()
 
         def on_done(location: str | None, failure: str | None) -> None:

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from strom.common import config_options as opts
 from strom.runtime.jobmanager.dispatcher import JobManager
 
 log = logging.getLogger("strom.runtime.jobmanager")
@@ -109,10 +110,15 @@ def run_jobmanager(
         if jm.recovered_job_ids:
             # high availability: this JobManager replaces one that died; its job goes on from its latest
             # checkpoint instead of starting over (the entry point would submit it a second time)
-            return _await_recovered(jm, stop)
-        from strom.runtime.minicluster import ClusterExecutor
+            code = _await_recovered(jm, stop)
+        else:
+            from strom.runtime.minicluster import ClusterExecutor
 
-        return run_job(job, list(job_args), config, executor=ClusterExecutor(jm))
+            code = run_job(job, list(job_args), config, executor=ClusterExecutor(jm))
+        if not config.get(opts.SHUTDOWN_ON_APPLICATION_FINISH) and not stop.is_set():
+            log.info("Application finished (exit status %d); serving until terminated", code)
+            stop.wait()
+        return code
     finally:
         jmt.stop()
 

@@ -372,11 +372,18 @@ class JobManagerView(Protocol):
         """Job-scope metrics (uptime, numRestarts, checkpoint figures) by Flink name."""
 
     def trigger_savepoint(
-        self, jid: JobId, target_directory: str | None, *, then: str | None, drain: bool = False
+        self,
+        jid: JobId,
+        target_directory: str | None,
+        *,
+        then: str | None,
+        drain: bool = False,
+        trigger_id: str | None = None,
     ) -> str:
         """Start a savepoint and return its trigger id; `then` ('FINISHED' = stop, 'CANCELED' =
         cancel-job) ends the job after it, `drain` (with stop) emits the maximum watermark before
-        it. `ConflictError` when the job cannot take one now,
+        it; a client's `trigger_id` names the operation (repeating it returns the same one).
+        `ConflictError` when the job cannot take one now,
         `BadRequestError` when no target directory is known."""
 
     def savepoint_status(self, jid: JobId, trigger_id: str) -> SavepointStatus:

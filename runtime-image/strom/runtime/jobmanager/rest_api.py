@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -198,18 +199,32 @@ def _optional(body: dict[str, Any], key: str, kind: type) -> Any:
     return value
 
 
+_TRIGGER_ID = re.compile(r"[0-9A-Za-z_-]{1,64}")
+
+
+def _trigger_id(body: dict[str, Any]) -> str | None:
+    """Flink's optional `triggerId`: the client names the operation, so a repeated request is idempotent."""
+    value = _optional(body, "triggerId", str)
+    if value is not None and not _TRIGGER_ID.fullmatch(value):
+        raise BadRequestError(f"Bad request: 'triggerId' must be 1-64 characters of [0-9A-Za-z_-], got {value!r}")
+    return value
+
+
 async def trigger_savepoint(request: web.Request) -> web.Response:
     jid, body = _job_id(request), await _json_body(request)
     target = _optional(body, "target-directory", str)
     then = "CANCELED" if _optional(body, "cancel-job", bool) else None
-    return _json(msg.savepoint_trigger_json(_view(request).trigger_savepoint(jid, target, then=then)), status=202)
+    trigger_id = _view(request).trigger_savepoint(jid, target, then=then, trigger_id=_trigger_id(body))
+    return _json(msg.savepoint_trigger_json(trigger_id), status=202)
 
 
 async def stop_with_savepoint(request: web.Request) -> web.Response:
     jid, body = _job_id(request), await _json_body(request)
     target = _optional(body, "targetDirectory", str)
     drain = bool(_optional(body, "drain", bool))
-    trigger_id = _view(request).trigger_savepoint(jid, target, then="FINISHED", drain=drain)
+    trigger_id = _view(request).trigger_savepoint(
+        jid, target, then="FINISHED", drain=drain, trigger_id=_trigger_id(body)
+    )
     return _json(msg.savepoint_trigger_json(trigger_id), status=202)
 
 

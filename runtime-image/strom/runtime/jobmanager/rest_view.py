@@ -183,11 +183,17 @@ class DispatcherView:
         )
 
     def trigger_savepoint(
-        self, jid: JobId, target_directory: str | None, *, then: str | None, drain: bool = False
+        self,
+        jid: JobId,
+        target_directory: str | None,
+        *,
+        then: str | None,
+        drain: bool = False,
+        trigger_id: str | None = None,
     ) -> str:
         job = self._job(jid)
         try:
-            return job.trigger_savepoint(target_directory, then=then, drain=drain)
+            return job.trigger_savepoint(target_directory, then=then, drain=drain, trigger_id=trigger_id)
         except SavepointRefused as e:
             raise ConflictError(str(e)) from None
         except ConfigError as e:  # no target directory, or one that is not a storage URI

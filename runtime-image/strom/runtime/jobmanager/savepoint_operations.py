@@ -30,8 +30,9 @@ class SavepointOperations:
     def __init__(self) -> None:
         self._operations: dict[str, SavepointOperation] = {}
 
-    def start(self) -> SavepointOperation:
-        op = SavepointOperation(uuid.uuid4().hex)
+    def start(self, trigger_id: str | None = None) -> SavepointOperation:
+        """A new operation, under the client's `trigger_id` when it gives one (Flink's `triggerId`)."""
+        op = SavepointOperation(trigger_id or uuid.uuid4().hex)
         self._operations[op.trigger_id] = op
         return op
 
