@@ -120,3 +120,60 @@ def test_duplicate_uid_is_rejected():
     env.from_collection([1]).map(lambda x: x).uid("u").map(lambda x: x).uid("u").print()
     with pytest.raises(GraphBuildError, match="uid 'u'"):
         env.get_stream_graph()
+
+
+def _sums_pipeline(env: StreamExecutionEnvironment):
+    from strom.common import WatermarkStrategy
+    from strom.datastream.connectors.number_seq import NumberSequenceSource
+
+    src = env.from_source(NumberSequenceSource(0, 999), WatermarkStrategy.no_watermarks(), "numbers").uid("numbers")
+    return (
+        src.map(lambda v: (v % 10, v))
+        .uid("pairs")
+        .key_by(lambda p: p[0])
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+        .uid("sums")
+    )
+
+
+def test_vertex_parallelism_overrides_by_job_vertex_id_rescale_whole_chains():
+    """pipeline.jobvertex-parallelism-overrides keyed by JobVertexID (what the autoscaler writes)."""
+    from strom.testing import collect
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    _sums_pipeline(env)
+    before = create_job_graph(env.get_stream_graph("probe", clear_transformations=True))
+    source_vertex, sums_vertex = before.vertices[0], before.vertices[1]
+    assert [n.uid for n in source_vertex.nodes] == ["numbers", "pairs"]  # source -> map is one chain
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    from strom.common import Configuration
+
+    env.configure(Configuration({"pipeline.jobvertex-parallelism-overrides": {source_vertex.id: 3, sums_vertex.id: 4}}))
+    sums = _sums_pipeline(env)
+    graph = env.get_stream_graph("overridden")
+    after = create_job_graph(graph)
+    assert [(v.id, v.parallelism) for v in after.vertices] == [(source_vertex.id, 3), (sums_vertex.id, 4)]
+    assert all(n.parallelism == 3 for n in after.vertices[0].nodes)
+    # the job runs at those parallelisms and computes the same running sums as a plain loop
+    finals: dict[int, int] = {}
+    for k, total in collect(sums):
+        finals[k] = max(finals.get(k, 0), total)
+    assert finals == {k: sum(v for v in range(1000) if v % 10 == k) for k in range(10)}
+
+
+def test_vertex_parallelism_override_beyond_max_parallelism_names_the_vertex():
+    from strom.common import Configuration
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_max_parallelism(8)
+    _sums_pipeline(env)
+    vid = create_job_graph(env.get_stream_graph("probe", clear_transformations=True)).vertices[1].id
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_max_parallelism(8)
+    env.configure(Configuration({"pipeline.jobvertex-parallelism-overrides": {vid: 9}}))
+    _sums_pipeline(env)
+    with pytest.raises(GraphBuildError, match=f"{vid}.*\\[1, 8\\]"):
+        create_job_graph(env.get_stream_graph("too wide"))

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 
 import mmh3
 
-from strom.graph.stream_graph import StreamEdge, StreamGraph, StreamNode
-from strom.graph.transformations import CHAIN_ALWAYS, CHAIN_HEAD
+from strom.common.config_options import VERTEX_PARALLELISM_OVERRIDES
+from strom.graph.stream_graph import GraphBuildError, StreamEdge, StreamGraph, StreamNode
+from strom.graph.transformations import CHAIN_ALWAYS, CHAIN_HEAD, REBALANCE
 
 
 @dataclass(eq=False)
@@ -90,6 +91,33 @@ def vertex_id_for(uid: str) -> str:
     return mmh3.hash_bytes(uid.encode("utf-8"), 0x5EED).hex()
 
 
+def _apply_parallelism_overrides(graph: StreamGraph, vertices: list[JobVertex]) -> None:
+    """`pipeline.jobvertex-parallelism-overrides` keyed by job vertex id (Flink's; what the
+    autoscaler sets): the whole chain takes the new parallelism. Keys that are operator uids were
+    applied when the StreamGraph was built; a key matching neither is left alone (the job changed)."""
+    overrides = graph.config.get(VERTEX_PARALLELISM_OVERRIDES) if graph.config is not None else None
+    if not overrides:
+        return
+    for v in vertices:
+        if v.id not in overrides:
+            continue
+        try:
+            p = int(overrides[v.id])
+        except (TypeError, ValueError):
+            raise GraphBuildError(
+                f"{VERTEX_PARALLELISM_OVERRIDES.key}: parallelism of vertex {v.id} ({v.name!r}) must be an integer, "
+                f"got {overrides[v.id]!r}"
+            ) from None
+        if not 1 <= p <= v.max_parallelism:
+            raise GraphBuildError(
+                f"{VERTEX_PARALLELISM_OVERRIDES.key}: parallelism {p} of vertex {v.id} ({v.name!r}) must be in "
+                f"[1, {v.max_parallelism}] (its max parallelism)"
+            )
+        v.parallelism = p
+        for node in v.nodes:
+            node.parallelism = p
+
+
 def create_job_graph(graph: StreamGraph) -> JobGraph:
     order = graph.topological_order()
     chain_of: dict[int, JobVertex] = {}
@@ -112,10 +140,14 @@ def create_job_graph(graph: StreamGraph) -> JobGraph:
         chain_of[node.id] = vertex
     for v in vertices:
         v.name = " -> ".join(n.name for n in v.nodes)
+    _apply_parallelism_overrides(graph, vertices)
     for edge in graph.edges:
         src_v, dst_v = chain_of[edge.source_id], chain_of[edge.target_id]
         if src_v is dst_v:
             continue
+        if edge.partitioner.kind == "forward" and src_v.parallelism != dst_v.parallelism:
+            # an override changed one side: as for any default edge between unequal parallelisms
+            edge.partitioner = REBALANCE
         je = JobEdge(stream_edge=edge, source_vertex=src_v, target_vertex=dst_v)
         src_v.outputs.append(je)
         dst_v.inputs.append(je)
