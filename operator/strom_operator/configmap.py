@@ -41,6 +41,9 @@ def engine_configuration(ref: FlinkJobRef, spec: FlinkJobSpec) -> dict[str, str]
         "jobmanager.rpc.address": "0.0.0.0",
         "jobmanager.rpc.port": str(RPC_PORT),
         "metrics.reporter.prom.port": str(METRICS_PORT),
+        # The JobManager keeps answering after its job ended (stop-with-savepoint, a finished
+        # bounded job), so the operator can read the savepoint's location and the final state.
+        "execution.shutdown-on-application-finish": "false",
     }
     cp, sp = spec.checkpointing, spec.savepoints
     if duration_seconds(cp.interval) > 0:

@@ -106,9 +106,6 @@ def job_file(tmp_path: Path) -> Path:
     return sums_job(tmp_path / "sums.py")
 
 
-@pytest.mark.skip(reason="the engine's application-mode JobManager exits within milliseconds of a stop-with-savepoint, "
-                         "before the operator can read the savepoint's location; needs the engine to keep it "
-                         "answering (Flink's execution.shutdown-on-application-finish: false)")
 def test_savepoint_upgrade_lands_in_s3_and_the_new_job_continues_the_keyed_sums(
         k8s: Cluster, operator: RunningOperator, kubelet: Any, s3_server: S3Server, job_file: Path, tmp_path: Path):
     name = "upgraded"
