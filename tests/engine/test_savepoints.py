@@ -28,7 +28,13 @@ RATE = 2000.0  # records/s over both source subtasks: the first job runs ~3 s, l
 
 
 def sums_job(
-    tmp_path: Path, name: str, *, keyed_parallelism: int, sums_uid: str = "sums", checkpointing: bool = True
+    tmp_path: Path,
+    name: str,
+    *,
+    keyed_parallelism: int,
+    sums_uid: str = "sums",
+    checkpointing: bool = True,
+    source_parallelism: int = 2,
 ) -> tuple[str, Path]:
     """A job file whose reduce runs at `keyed_parallelism` (everything else at 2); its output dir."""
     out = tmp_path / f"out-{name}"
@@ -48,6 +54,7 @@ def sums_job(
         env.configure(Configuration({conf!r}))
         src = env.from_source(DataGeneratorSource(lambda i: (i % 13, i), {COUNT}, {RATE!r}),
                               WatermarkStrategy.no_watermarks(), "numbers").uid("numbers")
+        src = src.set_parallelism({source_parallelism})
         sums = (src.key_by(lambda e: e[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
                 .uid({sums_uid!r}).set_parallelism({keyed_parallelism}))
         sink = (FileSink.for_row_format({str(out)!r}, Encoder.simple_string_encoder())
@@ -146,6 +153,19 @@ def test_savepoint_is_a_self_contained_directory_marked_as_savepoint(scenario):
 @pytest.mark.parametrize("keyed_parallelism", [1, 4])
 def test_restore_at_another_keyed_parallelism_continues_exactly(scenario, keyed_parallelism):
     sums = run_restored(scenario, f"p{keyed_parallelism}", scenario["stopped"], keyed_parallelism=keyed_parallelism)
+    assert sums == reference(COUNT)
+
+
+@pytest.mark.parametrize("source_parallelism", [1, 3])
+def test_restore_at_another_source_parallelism_continues_exactly(scenario, source_parallelism):
+    # the generator's remaining index ranges are pooled and dealt out to the new source subtasks
+    sums = run_restored(
+        scenario,
+        f"src{source_parallelism}",
+        scenario["running"],
+        keyed_parallelism=2,
+        source_parallelism=source_parallelism,
+    )
     assert sums == reference(COUNT)
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from strom.connectors.base import Boundedness, Source, SourceReader, SourceReaderContext
+from strom.connectors.index_splits import IndexSplitCursor, Split, redistribute
 
 _MAX_POLL_WAIT_S = 0.05
 
@@ -46,8 +47,9 @@ class TokenBucket:
 
 
 class DataGeneratorReader(SourceReader):
-    """Generates the indexes next, next + step, ... below `end` (None: forever). The next index is
-    the reader's whole position, so a checkpoint keeps it and a restored reader resumes exactly."""
+    """Generates the indexes of its index splits in increasing order: next, next + step, ... below
+    `end` (None: forever). The splits with their next indexes are the reader's whole state, so a
+    checkpoint keeps them and a restored reader resumes exactly, at any parallelism."""
 
     def __init__(
         self,
@@ -60,21 +62,13 @@ class DataGeneratorReader(SourceReader):
         on_close: Callable[[], None] | None = None,
     ) -> None:
         self._generate = generator
-        self._next = start
-        self._step = step
-        self._end = end  # exclusive; None: unbounded
+        self._cursor = IndexSplitCursor([(start, step, end)])
         self._bucket = bucket
         self._on_close = on_close
         self._cancelled = threading.Event()
 
-    @property
-    def _remaining(self) -> int | None:
-        if self._end is None:
-            return None
-        return max(0, -(-(self._end - self._next) // self._step))
-
     def poll(self, max_records: int) -> list[Any] | None:
-        remaining = self._remaining
+        remaining = self._cursor.remaining()
         n = max_records if remaining is None else min(max_records, remaining)
         if n <= 0:
             return None
@@ -85,20 +79,19 @@ class DataGeneratorReader(SourceReader):
                 n = self._bucket.take(1)
                 if n == 0:
                     return []
-        start, step = self._next, self._step
-        self._next = start + n * step
+        indexes = self._cursor.take(n) or []
         gen = self._generate
-        return [gen(i) for i in range(start, self._next, step)]
+        return [gen(i) for i in indexes]
 
-    def snapshot_position(self) -> int:
-        return self._next
+    def snapshot_splits(self) -> list[Split]:
+        return list(self._cursor.splits)
 
-    def restore_position(self, position: int) -> None:
-        self._next = int(position)
+    def restore_splits(self, splits: list[Split]) -> None:
+        self._cursor = IndexSplitCursor(splits)
 
     def pending_records(self) -> int | None:
         """Records this reader has yet to generate; None when unbounded (no backlog to speak of)."""
-        return self._remaining
+        return self._cursor.remaining()
 
     def cancel(self) -> None:
         self._cancelled.set()
@@ -154,3 +147,6 @@ class DataGeneratorSource(Source):
             return DataGeneratorReader(generate, start=i, step=p, end=None, bucket=bucket, on_close=on_close)
         lo, hi = self.count * i // p, self.count * (i + 1) // p
         return DataGeneratorReader(generate, start=lo, step=1, end=hi, bucket=bucket, on_close=on_close)
+
+    def redistribute_splits(self, splits: list[Split], subtask_index: int, parallelism: int) -> list[Split]:
+        return redistribute(splits, subtask_index, parallelism)

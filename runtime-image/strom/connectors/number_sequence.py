@@ -3,31 +3,26 @@
 from __future__ import annotations
 
 from strom.connectors.base import Boundedness, Source, SourceReader, SourceReaderContext
+from strom.connectors.index_splits import IndexSplitCursor, Split, redistribute
 
 
 class NumberSequenceReader(SourceReader):
     def __init__(self, start: int, end: int) -> None:
-        self._next = start
-        self._end = end  # inclusive
+        self._cursor = IndexSplitCursor([(start, 1, end + 1)])  # end inclusive
 
     def poll(self, max_records: int) -> list[int] | None:
-        if self._next > self._end:
-            return None
-        stop = min(self._next + max_records, self._end + 1)
-        batch = list(range(self._next, stop))
-        self._next = stop
-        return batch
+        return self._cursor.take(max_records)
 
-    def snapshot_position(self) -> int:
-        """The next number to emit: all a restored reader needs to resume exactly."""
-        return self._next
+    def snapshot_splits(self) -> list[Split]:
+        """The numbers still to emit, as index splits: a restored reader resumes exactly, at any parallelism."""
+        return list(self._cursor.splits)
 
-    def restore_position(self, position: int) -> None:
-        self._next = int(position)
+    def restore_splits(self, splits: list[Split]) -> None:
+        self._cursor = IndexSplitCursor(splits)
 
     def pending_records(self) -> int:
         """Numbers this reader has yet to emit (the source's backlog, Flink's pendingRecords)."""
-        return max(0, self._end + 1 - self._next)
+        return self._cursor.remaining() or 0
 
 
 class NumberSequenceSource(Source):
@@ -48,3 +43,6 @@ class NumberSequenceSource(Source):
         lo = self.start + total * i // p
         hi = self.start + total * (i + 1) // p - 1
         return NumberSequenceReader(lo, hi)
+
+    def redistribute_splits(self, splits: list[Split], subtask_index: int, parallelism: int) -> list[Split]:
+        return redistribute(splits, subtask_index, parallelism)

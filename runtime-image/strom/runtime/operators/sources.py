@@ -1,8 +1,13 @@
 """The source operator: pulls batches from a SourceReader and applies the watermark strategy.
 
-A reader with `snapshot_position()` / `restore_position(p)` keeps its position in checkpoints
-(through the operator's extra-state hooks), so a restored source resumes where the checkpoint
-was taken. Positions are per subtask: restoring one at another parallelism is refused.
+A reader keeps its progress in checkpoints (through the operator's extra-state hooks), so a
+restored source resumes where the checkpoint was taken, in one of two ways:
+- `snapshot_splits()` / `restore_splits(splits)`: its remaining work as splits (Flink's FLIP-27
+  reader state). Restored at another parallelism, the splits of all old subtasks are pooled and
+  dealt out again by the source's `redistribute_splits(splits, subtask, parallelism)` (else round
+  robin), so a savepoint rescales the source too.
+- `snapshot_position()` / `restore_position(p)`: an opaque per-subtask position, restorable only
+  at the same parallelism (refused otherwise, naming the operator).
 """
 
 from __future__ import annotations
@@ -16,25 +21,42 @@ from strom.runtime.operators.watermarks import WatermarkEmitter
 from strom.runtime.state.snapshots import StateRestoreError
 
 _POSITION = "reader_position"
+_SPLITS = "reader_splits"
 
 
 class SourceOperator(StreamOperator):
     _restored_position: Any = None
+    _restored_splits: list[Any] | None = None
     reader: Any = None
 
-    # -- snapshots: the reader's position -----------------------------------------------------------
+    # -- snapshots: the reader's splits or position -------------------------------------------------
     def snapshot_state(self) -> dict[str, Any]:
+        ctx = self.ctx
+        assert ctx is not None
+        splits = getattr(self.reader, "snapshot_splits", None)
+        if splits is not None:
+            return {_SPLITS: (ctx.subtask_index, ctx.parallelism, list(splits()))}
         snapshot = getattr(self.reader, "snapshot_position", None)
         if snapshot is None:
             return {}  # a reader without a position starts over after a restore (replays its input)
-        ctx = self.ctx
-        assert ctx is not None
         return {_POSITION: (ctx.subtask_index, ctx.parallelism, snapshot())}
 
     def restore_state(self, parts: list[dict[str, Any]]) -> None:
-        """Before open(): keep this subtask's reader position for the reader open() creates."""
+        """Before open(): keep this subtask's reader splits or position for the reader open() creates."""
         ctx = self.ctx
         assert ctx is not None
+        split_parts = [p[_SPLITS] for p in parts if _SPLITS in p]
+        if split_parts:
+            if all(parallelism == ctx.parallelism for _, parallelism, _ in split_parts):
+                mine = [splits for subtask, _, splits in split_parts if subtask == ctx.subtask_index]
+                self._restored_splits = list(mine[0]) if mine else []
+            else:
+                pooled = [s for _, _, splits in sorted(split_parts, key=lambda x: x[0]) for s in splits]
+                deal = getattr(self.params["source"], "redistribute_splits", None)
+                if deal is not None:
+                    self._restored_splits = list(deal(pooled, ctx.subtask_index, ctx.parallelism))
+                else:
+                    self._restored_splits = pooled[ctx.subtask_index :: ctx.parallelism]
         for part in parts:
             if _POSITION not in part:
                 continue
@@ -60,6 +82,14 @@ class SourceOperator(StreamOperator):
                 runtime_context=self.runtime_context(),
             )
         )
+        if self._restored_splits is not None:
+            restore_splits = getattr(self.reader, "restore_splits", None)
+            if restore_splits is None:
+                raise StateRestoreError(
+                    f"operator uid {ctx.operator_uid!r}: the checkpoint has reader splits but "
+                    f"{type(self.reader).__name__} cannot restore them"
+                )
+            restore_splits(self._restored_splits)
         if self._restored_position is not None:
             restore = getattr(self.reader, "restore_position", None)
             if restore is None:
