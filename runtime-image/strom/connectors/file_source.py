@@ -5,6 +5,11 @@ divided among subtasks by `file_enumeration.static_share`. Monitored
 (`monitor_continuously(interval)`): unbounded; every subtask rescans at the interval
 and reads each new file it owns (`file_enumeration.owner_of`) exactly once. Files are
 read whole, never split, like Flink's non-splittable stream formats.
+
+Checkpoints keep each reader's progress as (file, lines already read): a bounded reader's splits
+are its current file with its offset and the files it has not opened; restored at another
+parallelism they are dealt out again. A monitoring reader keeps the files it has seen, its queue
+and its current file with its offset (restorable at the same parallelism: file ownership depends on it).
 """
 
 from __future__ import annotations
@@ -28,7 +33,10 @@ _MAX_POLL_WAIT_S = 0.05
 
 # Flink decompresses by file extension; the same codecs that the standard library has.
 _DECOMPRESSORS: dict[str, Callable[..., IO[Any]]] = {
-    ".gz": gzip.open, ".gzip": gzip.open, ".bz2": bz2.open, ".xz": lzma.open,
+    ".gz": gzip.open,
+    ".gzip": gzip.open,
+    ".bz2": bz2.open,
+    ".xz": lzma.open,
 }
 
 
@@ -43,10 +51,19 @@ class TextFileReader:
                 break
         # errors="replace": Java's InputStreamReader replaces malformed input, it does not fail.
         self._file = opener(path, "rt", encoding=charset, errors="replace", newline=None)
+        self.path = path
+        self.lines_read = 0  # the offset a checkpoint keeps: lines, so compressed files resume too
 
     # hot path: called per batch
     def read_batch(self, max_records: int) -> list[str]:
-        return [line.rstrip("\n") for line in islice(self._file, max_records)]
+        batch = [line.rstrip("\n") for line in islice(self._file, max_records)]
+        self.lines_read += len(batch)
+        return batch
+
+    def skip(self, lines: int) -> None:
+        """Resume after a restore: the first `lines` lines were read before the checkpoint."""
+        for _ in islice(self._file, lines):
+            self.lines_read += 1
 
     def close(self) -> None:
         self._file.close()
@@ -66,20 +83,34 @@ class StreamFormat:
         return TextFileReader(path, self.charset)
 
 
+FileSplit = tuple[str, int]  # (path, lines already read)
+
+
 class StaticFileSourceReader(SourceReader):
     """Reads a fixed list of files one after the other, then ends."""
 
     def __init__(self, files: list[str], stream_format: StreamFormat) -> None:
-        self._files = deque(files)
+        self._files: deque[FileSplit] = deque((f, 0) for f in files)
         self._format = stream_format
         self._current: TextFileReader | None = None
+
+    def snapshot_splits(self) -> list[FileSplit]:
+        current = [(self._current.path, self._current.lines_read)] if self._current is not None else []
+        return current + list(self._files)
+
+    def restore_splits(self, splits: list[FileSplit]) -> None:
+        self.close()
+        self._files = deque((str(path), int(offset)) for path, offset in splits)
 
     def poll(self, max_records: int) -> list[Any] | None:
         while True:
             if self._current is None:
                 if not self._files:
                     return None
-                self._current = self._format.open(self._files.popleft())
+                path, offset = self._files.popleft()
+                self._current = self._format.open(path)
+                if offset:
+                    self._current.skip(offset)
             batch = self._current.read_batch(max_records)
             if batch:
                 return batch
@@ -139,6 +170,19 @@ class MonitoringFileSourceReader(SourceReader):
             # Event.wait rather than sleep: cancel() must not wait out the pause.
             self._cancelled.wait(max(0.0, min(_MAX_POLL_WAIT_S, self._next_scan - now)))
             return []
+
+    def snapshot_position(self) -> tuple[list[str], list[str], FileSplit | None]:
+        current = (self._current.path, self._current.lines_read) if self._current is not None else None
+        return sorted(self._seen), list(self._pending), current
+
+    def restore_position(self, position: tuple[list[str], list[str], FileSplit | None]) -> None:
+        seen, pending, current = position
+        self.close()
+        self._seen = set(seen)
+        self._pending = deque(pending)
+        if current is not None:
+            self._current = self._format.open(current[0])
+            self._current.skip(int(current[1]))
 
     def cancel(self) -> None:
         self._cancelled.set()
