@@ -1,120 +1,48 @@
-"""The operator running real jobs (process kubelet) with savepoints in a real S3 server (weed mini).
+"""Upgrades of real jobs (process kubelet) with savepoints in a real S3 server (weed mini).
 
-The job sums values per key (a rate-limited bounded source -> key_by -> reduce -> file sink). A
-spec change with `upgradeMode: savepoint` stops it with a savepoint in S3 and deploys the new
-spec from it; the new job's sums continue from that state, so its output ends at the
-plain-Python reference only if the state was carried over exactly (lost state gives smaller
-sums, state restored twice larger ones).
+A spec change with `upgradeMode: savepoint` stops the job with a savepoint in S3 and deploys the
+new spec from it; an upgrade whose job never starts is rolled back to the last stable spec from
+that same savepoint. Either way the job's keyed sums end at the plain-Python reference
+(running_jobs.py): state lost or restored twice would show.
 """
 
 from __future__ import annotations
 
-import base64
-import os
-import textwrap
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.engine.s3_server import (
-    S3Server,
-    s3_server_fixture,  # noqa: F401 - registers `s3_server`
-)
+from tests.engine.s3_server import S3Server
 from tests.operator.operator_harness import Cluster, RunningOperator, wait_until
+from tests.operator.running_jobs import (
+    failing_job,
+    final_sums,
+    flinkjob,
+    jobmanager_args,
+    lifecycle,
+    reference,
+    restored_from,
+    s3_key_prefix,
+    s3_objects,
+    s3_secret,
+    sums_job,
+)
 
 COUNT = 9000
 RATE = 1000.0  # records/s: the job runs ~9 s, long enough to upgrade it in the middle
 
 
-def reference(count: int) -> dict[int, int]:
-    sums: Counter[int] = Counter()
-    for i in range(count):
-        sums[i % 13] += i
-    return dict(sums)
-
-
-def final_sums(out_dir: Path) -> dict[int, int]:
-    finals: dict[int, int] = {}
-    for root, _, files in os.walk(out_dir):
-        for f in files:
-            if f.startswith("."):
-                continue  # in-progress files
-            for line in open(os.path.join(root, f)):
-                k, v = map(int, line.split())
-                finals[k] = max(finals.get(k, 0), v)
-    return finals
-
-
-def sums_job(path: Path) -> Path:
-    path.write_text(textwrap.dedent(f"""
-        import sys
-        from strom.common import Encoder, WatermarkStrategy
-        from strom.datastream import StreamExecutionEnvironment
-        from strom.datastream.connectors import DataGeneratorSource
-        from strom.datastream.connectors.file_system import FileSink, BucketAssigner
-
-        out = sys.argv[1]
-        env = StreamExecutionEnvironment.get_execution_environment()
-        src = env.from_source(DataGeneratorSource(lambda i: (i % 13, i), {COUNT}, {RATE!r}),
-                              WatermarkStrategy.no_watermarks(), "numbers").uid("numbers")
-        sums = src.key_by(lambda e: e[0]).reduce(lambda a, b: (a[0], a[1] + b[1])).uid("sums")
-        sink = (FileSink.for_row_format(out, Encoder.simple_string_encoder())
-                .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner()).build())
-        sums.map(lambda s: f"{{s[0]}} {{s[1]}}").uid("format").sink_to(sink).uid("sink")
-        env.execute("sums")
-    """))
-    return path
-
-
-def s3_objects(s3: S3Server, prefix: str) -> list[str]:
-    answer = s3.client().list_objects_v2(Bucket=s3.bucket, Prefix=prefix)
-    return [o["Key"] for o in answer.get("Contents") or ()]
-
-
-def flinkjob(name: str, namespace: str, entry: Path, out: Path, s3: S3Server, **job: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "strom.io/v1beta1", "kind": "FlinkJob",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "image": "strom/runtime:test",
-            "job": {"entry": str(entry), "args": [str(out)], "parallelism": 2, "upgradeMode": "savepoint", **job},
-            "taskManager": {"slots": 2},
-            "checkpointing": {"interval": "500 ms", "dir": f"s3://{s3.bucket}/{name}/chk"},
-            "savepoints": {"dir": f"s3://{s3.bucket}/{name}/sp"},
-            "s3": {"endpoint": s3.endpoint, "credentialsSecret": f"{name}-s3"},
-            "flinkConfiguration": {"s3.path.style.access": "true", "s3.region": s3.region},
-        },
-    }
-
-
-def s3_secret(name: str, namespace: str, s3: S3Server) -> dict[str, Any]:
-    def b64(s: str) -> str:
-        return base64.b64encode(s.encode()).decode()
-
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace},
-            "data": {"AWS_ACCESS_KEY_ID": b64(s3.access_key), "AWS_SECRET_ACCESS_KEY": b64(s3.secret_key)}}
-
-
-def lifecycle(k8s: Cluster, name: str) -> str | None:
-    return k8s.status(name).get("lifecycleState")
-
-
-@pytest.fixture
-def job_file(tmp_path: Path) -> Path:
-    return sums_job(tmp_path / "sums.py")
+def _details(k8s: Cluster, name: str, operator: RunningOperator, kubelet: Any) -> Any:
+    return lambda: f"{k8s.status(name)}\n{operator.log()}\n{kubelet.logs()}"
 
 
 def test_savepoint_upgrade_lands_in_s3_and_the_new_job_continues_the_keyed_sums(
-        k8s: Cluster, operator: RunningOperator, kubelet: Any, s3_server: S3Server, job_file: Path, tmp_path: Path):
+        k8s: Cluster, operator: RunningOperator, kubelet: Any, s3_server: S3Server, tmp_path: Path):
     name = "upgraded"
+    job_file = sums_job(tmp_path / "sums.py", count=COUNT, rate=RATE)
     k8s.call(lambda k: k.create(s3_secret(f"{name}-s3", k8s.namespace, s3_server)))
     first, second = tmp_path / "out-1", tmp_path / "out-2"
     k8s.call(lambda k: k.create(flinkjob(name, k8s.namespace, job_file, first, s3_server)))
-    def details() -> str:
-        status = k8s.status(name)
-        return f"{status}\n{operator.log()}\n{kubelet.logs()}"
+    details = _details(k8s, name, operator, kubelet)
     wait_until(lambda: lifecycle(k8s, name) == "STABLE", timeout=60, what="the first job RUNNING", details=details)
     wait_until(lambda: s3_objects(s3_server, f"{name}/chk/"), timeout=30, what="a checkpoint in S3", details=details)
 
@@ -127,14 +55,11 @@ def test_savepoint_upgrade_lands_in_s3_and_the_new_job_continues_the_keyed_sums(
     status = k8s.status(name)
     savepoint = status["savepoints"]["last"]
     assert savepoint["kind"] == "upgrade"
-    prefix = savepoint["path"].removeprefix(f"s3://{s3_server.bucket}/").rstrip("/")
+    prefix = s3_key_prefix(s3_server, savepoint["path"])
     assert prefix.startswith(f"{name}/sp/")
-    assert f"{prefix}/_metadata" in s3_objects(s3_server, prefix + "/")
+    assert f"{prefix}_metadata" in s3_objects(s3_server, prefix)
     # the new JobManager starts from that savepoint
-    jm = k8s.get("Deployment", f"{name}-jobmanager")
-    assert jm is not None
-    args = jm["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert args[args.index("--from-savepoint") + 1] == savepoint["path"]
+    assert restored_from(jobmanager_args(k8s, name)) == savepoint["path"]
     assert status["restoredFrom"]["kind"] == "savepoint" and status["restoredFrom"]["path"] == savepoint["path"]
 
     # the second job ends its bounded input: its sums are the reference over ALL records
@@ -143,6 +68,44 @@ def test_savepoint_upgrade_lands_in_s3_and_the_new_job_continues_the_keyed_sums(
                details=lambda: f"{final_sums(second)} != {expected}\n{details()}")
     before = final_sums(first)
     assert before and all(before[k] < expected[k] for k in before)  # the first job was stopped midway
+
+    k8s.call(lambda k: k.delete("FlinkJob", k8s.namespace, name))
+    wait_until(lambda: k8s.get("FlinkJob", name) is None, timeout=30, what="the FlinkJob deleted", details=details)
+
+
+def test_upgrade_whose_job_never_runs_is_rolled_back_to_the_last_stable_spec_from_the_upgrade_savepoint(
+        k8s: Cluster, operator: RunningOperator, kubelet: Any, s3_server: S3Server, tmp_path: Path):
+    name = "rollback"
+    good, broken = sums_job(tmp_path / "sums.py", count=COUNT, rate=RATE), failing_job(tmp_path / "broken.py")
+    out = tmp_path / "out"
+    k8s.call(lambda k: k.create(s3_secret(f"{name}-s3", k8s.namespace, s3_server)))
+    # a short readiness timeout: the broken version is given up on quickly
+    conf = {"kubernetes.operator.deployment.readiness.timeout": "4 s"}
+    k8s.call(lambda k: k.create(flinkjob(name, k8s.namespace, good, out, s3_server, flink_configuration=conf)))
+    details = _details(k8s, name, operator, kubelet)
+    wait_until(lambda: lifecycle(k8s, name) == "STABLE", timeout=60, what="the first job RUNNING", details=details)
+    stable_args = jobmanager_args(k8s, name)
+
+    k8s.call(lambda k: k.merge_patch("FlinkJob", k8s.namespace, name, {"spec": {"job": {"entry": str(broken)}}}))
+    wait_until(lambda: lifecycle(k8s, name) == "ROLLED_BACK", timeout=90, what="the rollback", details=details)
+    status = k8s.status(name)
+    savepoint = status["savepoints"]["last"]
+    assert savepoint["kind"] == "upgrade"
+    assert "was not RUNNING within 4 s" in status["error"]
+    assert "rolling back to the last stable spec" in status["reconciliation"]["reason"]
+    # the broken spec stays the reconciled one (no loop of retries); the stable one runs again
+    assert status["reconciliation"]["lastReconciledSpec"]["job"]["entry"] == str(broken)
+    args = jobmanager_args(k8s, name)
+    assert args[args.index("--job") + 1] == str(good)
+    assert restored_from(args) == savepoint["path"] and restored_from(stable_args) is None
+    assert status["restoredFrom"]["path"] == savepoint["path"]
+    assert any(e.get("reason") == "RollingBack" and e.get("type") == "Warning" for e in k8s.events(name))
+
+    # the rolled-back job continues from the upgrade's savepoint: the sums end at the reference
+    expected = reference(COUNT)
+    wait_until(lambda: final_sums(out) == expected, timeout=90, what="the rolled-back job's final sums",
+               details=lambda: f"{final_sums(out)} != {expected}\n{details()}")
+    assert lifecycle(k8s, name) == "ROLLED_BACK"
 
     k8s.call(lambda k: k.delete("FlinkJob", k8s.namespace, name))
     wait_until(lambda: k8s.get("FlinkJob", name) is None, timeout=30, what="the FlinkJob deleted", details=details)
