@@ -12,6 +12,7 @@ import threading
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
 from strom.common import Types, WatermarkStrategy
 from strom.common.watermark_strategy import TimestampAssigner
 from strom.datastream import CheckpointingMode, KeyedProcessFunction, StreamExecutionEnvironment
@@ -20,7 +21,7 @@ from strom.datastream.functions import CheckpointListener, MapFunction, ReduceFu
 from strom.datastream.state import ValueStateDescriptor
 from strom.datastream.window import TumblingEventTimeWindows
 from strom.runtime.checkpoint.layout import METADATA_FILE
-from strom.runtime.local_executor import LocalJob
+from strom.runtime.local_executor import JobExecutionError, LocalJob
 
 COUNT = 12_000
 RATE = 8_000.0  # records/s over all subtasks: the job runs ~1.5 s
@@ -244,3 +245,40 @@ def test_checkpoint_barrier_crosses_the_wire_unchanged():
 
     barrier = CheckpointBarrier(42, 1_700_000_000_000)
     assert deserialize_item(serialize_item(barrier)) == barrier
+
+
+class _FailingWrites:
+    """A checkpoint storage whose writes fail: every checkpoint is declined by the tasks."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def write_bytes(self, path, data):
+        raise OSError(f"injected: cannot write {path}")
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def test_failed_checkpoints_beyond_the_tolerable_number_fail_the_job_over(tmp_path, monkeypatch):
+    """execution.checkpointing.tolerable-failed-checkpoints: the job keeps running through that many
+    consecutive failed checkpoints; one more fails it, and its restart strategy decides what follows."""
+    import strom.runtime.local_executor as local_executor
+
+    real = local_executor.checkpoint_storage_for
+    monkeypatch.setattr(
+        local_executor, "checkpoint_storage_for", lambda uri, config=None: _FailingWrites(real(uri, config))
+    )
+    env = _env()
+    _source(env).key_by(lambda v: v % KEYS, key_type=Types.INT()).process(SumPerKey()).map(KeepLatest())
+    graph = env.get_stream_graph("failing checkpoints", clear_transformations=True)
+    graph.config.set("execution.checkpointing.tolerable-failed-checkpoints", 2)
+    graph.config.set("restart-strategy.type", "none")
+    job = LocalJob(graph)
+    job.start()
+    with pytest.raises(JobExecutionError, match="CheckpointFailuresExceeded") as failure:
+        job.wait(120)
+    assert "tolerable-failed-checkpoints (2)" in str(failure.value)
+    coordinator = job.checkpoint_coordinator
+    assert len(coordinator.aborted) >= 3 and not coordinator.completed_ids
+    assert all("writing the state failed" in reason for _, reason in coordinator.aborted[:3])

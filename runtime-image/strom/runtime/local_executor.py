@@ -27,6 +27,7 @@ from strom.datastream.stream_execution_environment import JobExecutionResult
 from strom.graph.job_graph import create_job_graph
 from strom.graph.stream_graph import StreamGraph
 from strom.runtime.checkpoint.coordinator import CheckpointCoordinator
+from strom.runtime.checkpoint.errors import CheckpointFailuresExceeded
 from strom.runtime.checkpoint.retention import RetainedCheckpoint
 from strom.runtime.checkpoint.storage import checkpoint_storage_for
 from strom.runtime.checkpoint.task_snapshots import AsyncSnapshotWriter, restore_operators
@@ -89,7 +90,7 @@ class LocalJob:
             uri = self._temp_checkpoint_dir = tempfile.mkdtemp(prefix="strom-checkpoints-")
         storage = checkpoint_storage_for(uri, config)
         coordinator = self.checkpoint_coordinator = CheckpointCoordinator(
-            job_id=self.job_id, config=config, storage=storage
+            job_id=self.job_id, config=config, storage=storage, on_failures_exceeded=self._fail_on_checkpoints
         )
         self._snapshot_writer = AsyncSnapshotWriter(
             storage, self.job_id, acknowledge=coordinator.acknowledge, decline=coordinator.decline
@@ -122,6 +123,17 @@ class LocalJob:
     def metrics_snapshot(self) -> MetricsSnapshot:
         """Task I/O metrics, user metrics and job gauges of this job, read now."""
         return self.metric_registry.snapshot()
+
+    def _fail_on_checkpoints(self, reason: str) -> None:
+        """Too many checkpoints failed: fail a task of the current attempt (its failover restarts the job)."""
+
+        def fail() -> None:
+            raise CheckpointFailuresExceeded(reason)
+
+        with self._lock:
+            running = [ev.task for ev in self.vertices if ev.task.state == "RUNNING"]
+        if running:
+            running[0].submit(fail)
 
     # -- task ends, failover ----------------------------------------------------------------------------
     def _task_done(self, attempt: int, task: Any) -> None:

@@ -58,6 +58,22 @@ CHECKPOINT_TIMEOUT = option(
     minimum=1,
 )
 
+MIN_PAUSE = option(
+    "execution.checkpointing.min-pause",
+    "duration",
+    0,
+    "The least time between the end of one checkpoint and the trigger of the next.",
+    minimum=0,
+)
+TOLERABLE_FAILED_CHECKPOINTS = option(
+    "execution.checkpointing.tolerable-failed-checkpoints",
+    "int",
+    0,
+    "Consecutive checkpoint failures (timeouts, state or metadata that could not be written) the job "
+    "tolerates; one more fails the job, which then restarts by its restart strategy.",
+    minimum=0,
+)
+
 TaskKey = Any  # hashable identity of one subtask, e.g. (vertex id, subtask index)
 
 
@@ -147,6 +163,7 @@ class CheckpointCoordinator:
         storage: CheckpointStorage,
         clock: Any = time.monotonic,
         on_completed: Callable[[int, str], None] | None = None,
+        on_failures_exceeded: Callable[[str], None] | None = None,
     ) -> None:
         self.job_id = job_id
         self.config = config
@@ -154,6 +171,12 @@ class CheckpointCoordinator:
         # (checkpoint id, directory) of each completed checkpoint, before it subsumes older ones and
         # before the tasks hear of it: where HA keeps its pointer; raising fails the checkpoint
         self._on_completed = on_completed
+        # the job fails (restart strategy) when more consecutive checkpoints failed than tolerated
+        self._on_failures_exceeded = on_failures_exceeded
+        self.tolerable_failures = read_option(config, TOLERABLE_FAILED_CHECKPOINTS)
+        self.consecutive_failures = 0
+        self.min_pause_s = read_option(config, MIN_PAUSE) / 1000.0
+        self._last_end = float("-inf")
         # <= 0: no periodic checkpoints, only the savepoints asked for
         self.interval_s = config.get(opts.CHECKPOINT_INTERVAL) / 1000.0
         self.timeout_s = read_option(config, CHECKPOINT_TIMEOUT) / 1000.0
@@ -227,9 +250,14 @@ class CheckpointCoordinator:
             with self._lock:
                 pending = self._pending
                 if pending is not None and now - pending.started >= self.timeout_s:
-                    self._abort_pending(f"it did not complete within {self.timeout_s * 1000:.0f} ms")
+                    self._abort_pending(f"it did not complete within {self.timeout_s * 1000:.0f} ms", failure=True)
                 savepoint_due = pending is None and bool(self._savepoint_requests)
-                due = periodic and pending is None and now - self._last_trigger >= self.interval_s
+                due = (
+                    periodic
+                    and pending is None
+                    and now - self._last_trigger >= self.interval_s
+                    and now - self._last_end >= self.min_pause_s
+                )
             if savepoint_due:
                 self._trigger(savepoint=True)
             elif due:
@@ -280,7 +308,7 @@ class CheckpointCoordinator:
     def decline(self, checkpoint_id: int, task: TaskKey, reason: str) -> None:
         with self._lock:
             if self._pending is not None and self._pending.checkpoint_id == checkpoint_id:
-                self._abort_pending(f"task {task} declined it: {reason}")
+                self._abort_pending(f"task {task} declined it: {reason}", failure=True)
 
     def task_finished(self, task: TaskKey) -> None:
         """A task ended normally; a checkpoint it has not acknowledged can never complete."""
@@ -298,7 +326,7 @@ class CheckpointCoordinator:
             metadata = build_metadata(self.job_id, cid, pending.timestamp_ms, pending.handles)
             external_path = write_metadata(self.storage, directory, metadata).rsplit("/", 1)[0]
         except Exception as e:  # noqa: BLE001 - a checkpoint that cannot be finalized is aborted, not fatal
-            self._aborted(cid, f"writing its metadata failed: {e}", pending.savepoint)
+            self._aborted(cid, f"writing its metadata failed: {e}", pending.savepoint, failure=True)
             return
         if pending.savepoint is not None:
             self._complete_savepoint(cid, directory, metadata, pending.savepoint)
@@ -307,9 +335,11 @@ class CheckpointCoordinator:
             try:
                 self._on_completed(cid, directory)
             except Exception as e:  # noqa: BLE001 - without its pointer a checkpoint must not count
-                self._aborted(cid, f"recording it for high availability failed: {e}")
+                self._aborted(cid, f"recording it for high availability failed: {e}", failure=True)
                 return
         self.store.add(directory, metadata)
+        self.consecutive_failures = 0
+        self._last_end = self._clock()
         self.completed_ids.append(cid)
         self.stats.completed(cid, external_path)
         log.info("completed checkpoint %d of job %s", cid, self.job_id)
@@ -333,12 +363,16 @@ class CheckpointCoordinator:
             self._gateway.notify_complete(cid)
         target.on_done(location, None)
 
-    def _abort_pending(self, reason: str) -> None:
+    def _abort_pending(self, reason: str, *, failure: bool = False) -> None:
         pending, self._pending = self._pending, None
         if pending is not None:
-            self._aborted(pending.checkpoint_id, reason, pending.savepoint)
+            self._aborted(pending.checkpoint_id, reason, pending.savepoint, failure=failure)
 
-    def _aborted(self, checkpoint_id: int, reason: str, savepoint: SavepointTarget | None = None) -> None:
+    def _aborted(
+        self, checkpoint_id: int, reason: str, savepoint: SavepointTarget | None = None, *, failure: bool = False
+    ) -> None:
+        """`failure`: the checkpoint itself failed (timeout, state not written), which counts against
+        tolerable-failed-checkpoints; an abort because tasks restarted or finished does not (as in Flink)."""
         log.info("checkpoint %d of job %s aborted: %s", checkpoint_id, self.job_id, reason)
         if savepoint is not None:
             savepoint.on_done(None, reason)
@@ -347,6 +381,15 @@ class CheckpointCoordinator:
         self._delete_directory(checkpoint_id)
         if self._gateway is not None:
             self._gateway.notify_aborted(checkpoint_id)
+        self._last_end = self._clock()
+        if failure and savepoint is None:
+            self.consecutive_failures += 1
+            if self.consecutive_failures > self.tolerable_failures and self._on_failures_exceeded is not None:
+                self.consecutive_failures = 0
+                self._on_failures_exceeded(
+                    f"checkpoint {checkpoint_id} failed ({reason}): more consecutive checkpoint failures than "
+                    f"{TOLERABLE_FAILED_CHECKPOINTS.key} ({self.tolerable_failures}) tolerates"
+                )
 
     def _delete_directory(self, checkpoint_id: int) -> None:
         try:

@@ -20,3 +20,8 @@ class StorageAccessError(CheckpointStorageError):
 
 class CheckpointMetadataError(CheckpointStorageError):
     """A `_metadata` document is missing, unreadable, of an unknown version, or inconsistent."""
+
+
+class CheckpointFailuresExceeded(RuntimeError):
+    """More consecutive checkpoints failed than execution.checkpointing.tolerable-failed-checkpoints allows:
+    the job fails (and restarts by its restart strategy)."""

@@ -91,11 +91,16 @@ class JobCheckpointing:
         config: Any,
         *,
         on_completed: Callable[[int, str], None] | None = None,
+        on_failures_exceeded: Callable[[str], None] | None = None,
         recovered: tuple[int, str] | None = None,
     ) -> None:
         self.storage = checkpoint_storage_for(snapshot_staging_dir(config), config)
         self.coordinator = CheckpointCoordinator(
-            job_id=job_id, config=config, storage=self.storage, on_completed=on_completed
+            job_id=job_id,
+            config=config,
+            storage=self.storage,
+            on_completed=on_completed,
+            on_failures_exceeded=on_failures_exceeded,
         )
         if recovered is not None:
             self.coordinator.recover(*recovered)

@@ -104,7 +104,8 @@ class JobMaster:
         self.restart = restart_strategy_from(self.graph.config)
         self.subtasks: dict[tuple[str, int], SubtaskStatus] = {}
         self.state_times: dict[str, float] = {"CREATED": self.start_time}
-        self.done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._loop = asyncio.get_running_loop()
+        self.done: asyncio.Future[str] = self._loop.create_future()
         self.savepoints = SavepointOperations()
         self.checkpointing: JobCheckpointing | None = None
         if self.recovered is not None:
@@ -120,6 +121,7 @@ class JobMaster:
                 self.job_id,
                 self.graph.config,
                 on_completed=lambda cid, d: ha.checkpoint_completed(self.job_id, CheckpointPointer(cid, d)),
+                on_failures_exceeded=self._checkpoint_failures_exceeded,
                 recovered=(self.recovered.checkpoint_id, self.recovered.directory) if self.recovered else None,
             )
         stats = self.checkpointing.coordinator.stats if self.checkpointing is not None else None
@@ -322,6 +324,14 @@ class JobMaster:
     def on_taskmanager_lost(self, tm_id: str, reason: str) -> None:
         if self.state == "RUNNING" and any(s.tm_id == tm_id for s in self.subtasks.values()):
             self.fail_over(f"TaskManager {tm_id}", reason)
+
+    def _checkpoint_failures_exceeded(self, reason: str) -> None:
+        # called on the coordinator's threads; the job's state belongs to the loop
+        def fail() -> None:
+            if self.state == "RUNNING":
+                self.fail_over("checkpoint coordinator", f"CheckpointFailuresExceeded: {reason}")
+
+        self._loop.call_soon_threadsafe(fail)
 
     def fail_over(self, task: str, trace: str) -> None:
         log.error("Job %s attempt %d: %s failed:\n%s", self.job_id, self.attempt, task, trace)
