@@ -1,20 +1,36 @@
-"""A "process kubelet": realizes the operator's Deployments as local `strom` processes on loopback.
+"""A "process kubelet": realizes Deployments as local processes on loopback, as a cluster would run pods.
 
-It plays what a cluster does for a FlinkJob's pods, so the integration tests run a real
-JobManager and TaskManagers from exactly the pod templates the operator built:
+It plays the kubelet and the Deployment controller for the operator's integration tests and the
+e2e harness, so a real JobManager and real TaskManagers run from exactly the pod templates the
+operator built:
 
-* the container's `command`/`args` run (`strom` as `python -m strom.cli`) with the container's
-  env (values, and `secretKeyRef`s read from the API) and the ConfigMap volume written to a
-  directory that `STROM_CONF_DIR` points at;
-* addresses are rewritten to loopback: the JobManager gets free REST/RPC ports (`-D` overrides the
-  ConfigMap's), and a TaskManager's `--jobmanager <service>:6123` becomes that JobManager's RPC
-  port; the JobManager's REST URL is written to a JSON map `"namespace/service" -> URL`, which the
-  operator reads (`--jobmanager-url-map`) instead of resolving the Service;
-* each process is a Pod object (labels of the template, owned by its Deployment) whose status
-  says Running, or Succeeded/Failed with the exit code once the process ended (no restarts);
-* a Deployment deleted, or its template or replicas changed, stops its processes (Recreate).
+* each Deployment keeps `spec.replicas` pods; each pod is a Pod object (the template's labels,
+  owned by its Deployment) and one process running the first container's `command`/`args`
+  (`strom` as `python -m strom.cli`) in its own process group;
+* the container's env is resolved as the kubelet does: `value`, `valueFrom.secretKeyRef` /
+  `configMapKeyRef`, `envFrom` (`secretRef`, `configMapRef`, with `prefix`); ConfigMap volumes
+  are written to a directory, and an env value naming the mount path points there. A missing
+  Secret or ConfigMap (not `optional`) keeps the pod Pending in `CreateContainerConfigError`;
+* a container that exits is restarted in the same pod (restartPolicy Always): the whole process
+  group is killed first (a container dies with its children), `restartCount` goes up, and the
+  pod waits in `CrashLoopBackOff` for a back-off that doubles from `restart_backoff_s` up to
+  `max_restart_backoff_s` (Kubernetes: 10 s to 5 min), reset after a run of `BACKOFF_RESET_S`;
+* replica changes add or remove pods (the newest go first) without touching the others; a
+  template change replaces all pods (Recreate: the old ones are gone before new ones start);
+  a deleted Pod object is replaced; a deleted Deployment takes its processes with it;
+* Services are stable loopback addresses: the first time a JobManager Service is needed it gets
+  free REST and RPC ports, which every JobManager pod behind it binds (`-D rest.port=...`) and a
+  TaskManager's `--jobmanager <service>:6123` is rewritten to. A restarted or replaced JobManager
+  is therefore found again at the same address, as through a Service. The REST URLs are written
+  to a JSON map `"namespace/service" -> URL`, which the operator reads (`--jobmanager-url-map`)
+  instead of resolving the Service;
+* pod status reports phase (Pending until the container first ran, then Running: restartPolicy
+  Always), readiness, `restartCount`, `state` (running, or waiting with its reason) and
+  `lastState.terminated` (exit code; reason `Completed`, `Error`, or `Killed` for SIGKILL); the
+  Deployment's status reports replicas, ready and available replicas.
 
-It polls the API (every 0.2 s), in a thread with its own event loop.
+It polls the API (every `POLL_S`), in a thread with its own event loop. Not emulated: probes (a
+running process is Ready), resource limits, RollingUpdate (the operator uses Recreate).
 """
 
 from __future__ import annotations
@@ -24,11 +40,12 @@ import base64
 import hashlib
 import json
 import os
-import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,46 +55,88 @@ from strom_operator.kube_api import KubeApi, KubeApiError
 
 ROOT = Path(__file__).resolve().parents[2]
 POLL_S = 0.2
-JM_START_DEADLINE_S = 60.0
-STARTED = re.compile(r"rpc port (\d+), rest port (\d+)")
+BACKOFF_RESET_S = 60.0  # a container that ran this long starts its back-off over (Kubernetes: 10 min)
+TERMINATION_GRACE_S = 15.0  # Kubernetes' terminationGracePeriodSeconds default is 30 s
 
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ContainerConfigError(Exception):
+    """The container cannot be configured (a missing Secret or ConfigMap key): the pod stays Pending."""
+
+
 @dataclass
 class PodProcess:
+    """One pod: its container's process, restarts and what was last reported of it."""
+
     name: str
-    proc: subprocess.Popen[bytes]
     log_path: Path
+    proc: subprocess.Popen[bytes] | None = None
+    started_at: str = ""
+    started_mono: float = 0.0
+    restarts: int = 0
+    backoff_s: float = 0.0
+    next_start: float = 0.0  # monotonic time before which the container waits (back-off)
+    last_exit: dict[str, Any] | None = None
+    waiting: tuple[str, str] | None = ("ContainerCreating", "")
     reported: str = ""
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
 
 
 @dataclass
 class Realized:
-    """The processes of one Deployment as realized from one version of its template."""
+    """The pods of one Deployment as realized from one version of its template."""
 
     uid: str
     fingerprint: str
+    component: str
     pods: list[PodProcess] = field(default_factory=list)
-    rpc_port: int | None = None
-    rest_port: int | None = None
+    reported: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceAddress:
+    rest_port: int
+    rpc_port: int
+
+    @property
+    def rest_url(self) -> str:
+        return f"http://127.0.0.1:{self.rest_port}"
 
 
 class ProcessKubelet:
-    def __init__(self, api_url: str, namespace: str, work_dir: Path, *, url_map: Path | None = None) -> None:
+    def __init__(self, api_url: str, namespace: str, work_dir: Path, *, url_map: Path | None = None,
+                 restart_backoff_s: float = 1.0, max_restart_backoff_s: float = 10.0) -> None:
         self.api_url = api_url
         self.namespace = namespace
         self.work_dir = work_dir
         self.url_map = url_map or work_dir / "jobmanager-urls.json"
         self.url_map.write_text("{}")
+        self.restart_backoff_s = restart_backoff_s
+        self.max_restart_backoff_s = max_restart_backoff_s
         self.realized: dict[str, Realized] = {}
+        self.services: dict[str, ServiceAddress] = {}
         self.errors: list[str] = []
         self._loop = asyncio.new_event_loop()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="process-kubelet", daemon=True)
         self._counter = 0
+        self._lock = threading.Lock()  # guards `realized` between the kubelet thread and test threads
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -88,8 +147,9 @@ class ProcessKubelet:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(30)
-        for name in list(self.realized):
-            self._terminate(self.realized.pop(name))
+        with self._lock:
+            for name in list(self.realized):
+                _terminate([p for p in self.realized.pop(name).pods])
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
@@ -107,99 +167,170 @@ class ProcessKubelet:
         finally:
             await kube.close()
 
+    # -- what tests ask --------------------------------------------------------------------------
+
+    def pods_of(self, deployment: str) -> list[PodProcess]:
+        with self._lock:
+            realized = self.realized.get(deployment)
+            return list(realized.pods) if realized is not None else []
+
+    def pids_of(self, deployment: str) -> list[int]:
+        """The process ids of the deployment's running containers (the process group leaders)."""
+        return [pid for pod in self.pods_of(deployment) if (pid := pod.pid) is not None]
+
     # -- reconciliation of Deployments into processes --------------------------------------------
 
     async def _sync(self, kube: KubeApi) -> None:
         deployments = {d["metadata"]["name"]: d for d in await kube.list("Deployment", self.namespace)}
+        pod_names = {p["metadata"]["name"] for p in await kube.list("Pod", self.namespace)}
         for name in [n for n in self.realized if n not in deployments]:
-            await self._remove(kube, name)
-        # JobManagers first: TaskManagers need their RPC port.
-        ordered = sorted(deployments.values(), key=lambda d: _component(d) != "jobmanager")
-        for d in ordered:
+            await self._remove_deployment(kube, name)
+        await self._forget_services(kube)
+        for d in deployments.values():
+            name = d["metadata"]["name"]
             fingerprint = _fingerprint(d)
-            current = self.realized.get(d["metadata"]["name"])
+            current = self.realized.get(name)
             if current is not None and (current.uid != d["metadata"]["uid"] or current.fingerprint != fingerprint):
-                await self._remove(kube, d["metadata"]["name"])
+                await self._remove_deployment(kube, name)  # Recreate: old pods gone before new ones start
                 current = None
             if current is None:
-                await self._realize(kube, d, fingerprint)
-        for name, realized in self.realized.items():
-            for pod in realized.pods:
-                await self._report(kube, name, realized, pod)
+                current = Realized(d["metadata"]["uid"], fingerprint, _component(d))
+                with self._lock:
+                    self.realized[name] = current
+            await self._scale(kube, d, current, pod_names)
+            for pod in list(current.pods):
+                await self._run_container(kube, d, pod)
+                await self._report_pod(kube, pod)
+            await self._report_deployment(kube, d, current)
 
-    async def _realize(self, kube: KubeApi, deployment: dict[str, Any], fingerprint: str) -> None:
-        name = deployment["metadata"]["name"]
-        component = _component(deployment)
+    async def _scale(self, kube: KubeApi, deployment: dict[str, Any], realized: Realized,
+                     pod_names: set[str]) -> None:
+        for pod in [p for p in realized.pods if p.reported and p.name not in pod_names]:
+            # the Pod object was deleted (kubectl delete pod): its container goes, a new pod replaces it
+            _terminate([pod])
+            with self._lock:
+                realized.pods.remove(pod)
+        wanted = int(deployment["spec"].get("replicas", 1))
+        while len(realized.pods) > wanted:
+            pod = realized.pods[-1]
+            _terminate([pod])
+            with self._lock:
+                realized.pods.pop()
+            await self._delete_pod(kube, pod.name)
+        while len(realized.pods) < wanted:
+            self._counter += 1
+            name = f"{deployment['metadata']['name']}-{self._counter:04d}"
+            pod = PodProcess(name, self.work_dir / f"{name}.log")
+            await kube.create(_pod_object(self.namespace, name, deployment))
+            with self._lock:
+                realized.pods.append(pod)
+
+    async def _run_container(self, kube: KubeApi, deployment: dict[str, Any], pod: PodProcess) -> None:
+        """Start the container if it is not running and its back-off is over; note an exit."""
+        if pod.proc is not None:
+            code = pod.proc.poll()
+            if code is None:
+                return
+            _kill_group(pod.proc.pid)  # what the container's children would not survive
+            ran = time.monotonic() - pod.started_mono
+            pod.backoff_s = self.restart_backoff_s if ran >= BACKOFF_RESET_S or not pod.backoff_s else min(
+                pod.backoff_s * 2, self.max_restart_backoff_s)
+            pod.next_start = time.monotonic() + pod.backoff_s
+            pod.last_exit = {"exitCode": code, "reason": _exit_reason(code), "startedAt": pod.started_at,
+                             "finishedAt": _now()}
+            pod.proc = None
+            pod.restarts += 1
+            pod.waiting = ("CrashLoopBackOff", f"back-off {pod.backoff_s:g}s restarting failed container")
+            return
+        if time.monotonic() < pod.next_start:
+            return
+        try:
+            command, env = await self._container_command(kube, deployment)
+        except ContainerConfigError as e:
+            pod.waiting = ("CreateContainerConfigError", str(e))
+            pod.next_start = time.monotonic() + self.restart_backoff_s
+            return
+        with open(pod.log_path, "ab") as log:
+            log.write(f"--- container start {_now()} (restart {pod.restarts})\n".encode())
+            log.flush()
+            pod.proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.work_dir)
+        pod.started_at, pod.started_mono, pod.waiting = _now(), time.monotonic(), None
+
+    async def _container_command(self, kube: KubeApi, deployment: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
         template = deployment["spec"]["template"]
         container = template["spec"]["containers"][0]
         args = list(container.get("args") or [])
-        realized = Realized(deployment["metadata"]["uid"], fingerprint)
-        if component == "taskmanager":
+        component = _component(deployment)
+        if component == "taskmanager" and "--jobmanager" in args:
             i = args.index("--jobmanager")
             service = args[i + 1].split(":")[0]
-            jm = self.realized.get(service)
-            if jm is None or jm.rpc_port is None:
-                return  # the JobManager is not up yet: next round
-            args[i + 1] = f"127.0.0.1:{jm.rpc_port}"
+            args[i + 1] = f"127.0.0.1:{self._service(service).rpc_port}"
             args[1:1] = ["-D", "metrics.reporter.prom.port=0", "-D", "heartbeat.interval=500",
                          "-D", "heartbeat.timeout=5000"]
         elif component == "jobmanager":
-            args[1:1] = ["-D", "rest.address=127.0.0.1", "-D", "rest.port=0", "-D", "jobmanager.rpc.address=127.0.0.1",
-                         "-D", "jobmanager.rpc.port=0", "-D", "metrics.reporter.prom.port=0",
-                         "-D", "heartbeat.interval=500", "-D", "heartbeat.timeout=5000"]
+            address = self._service(deployment["metadata"]["name"])
+            args[1:1] = ["-D", "rest.address=127.0.0.1", "-D", f"rest.port={address.rest_port}",
+                         "-D", "jobmanager.rpc.address=127.0.0.1", "-D", f"jobmanager.rpc.port={address.rpc_port}",
+                         "-D", "metrics.reporter.prom.port=0", "-D", "heartbeat.interval=500",
+                         "-D", "heartbeat.timeout=5000"]
         env = await self._env(kube, template, container)
-        command = [sys.executable, "-m", "strom.cli"] if container.get("command") == ["strom"] else container["command"]
-        for _ in range(int(deployment["spec"].get("replicas", 1))):
-            self._counter += 1
-            pod_name = f"{name}-{self._counter:04d}"
-            log_path = self.work_dir / f"{pod_name}.log"
-            with open(log_path, "wb") as log:
-                proc = subprocess.Popen([*command, *args], env=env, stdout=log, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.work_dir)
-            pod = PodProcess(pod_name, proc, log_path)
-            realized.pods.append(pod)
-            await kube.create(_pod_object(self.namespace, pod_name, deployment, template))
-        self.realized[name] = realized
-        if component == "jobmanager":
-            await self._await_jobmanager(name, realized)
+        command = [sys.executable, "-m", "strom.cli"] if container.get("command") == ["strom"] else list(
+            container.get("command") or [])
+        return [*command, *args], env
 
-    async def _await_jobmanager(self, name: str, realized: Realized) -> None:
-        pod = realized.pods[0]
-        deadline = asyncio.get_running_loop().time() + JM_START_DEADLINE_S
-        while asyncio.get_running_loop().time() < deadline:
-            m = STARTED.search(pod.log_path.read_text(errors="replace"))
-            if m:
-                realized.rpc_port, realized.rest_port = int(m.group(1)), int(m.group(2))
-                self._write_url(name, f"http://127.0.0.1:{realized.rest_port}")
-                return
-            if pod.proc.poll() is not None:
-                return
-            await asyncio.sleep(0.05)
-        self.errors.append(f"JobManager {name} did not start within {JM_START_DEADLINE_S} s")
+    def _service(self, name: str) -> ServiceAddress:
+        """The stable loopback address of a JobManager Service, allocated on first use."""
+        address = self.services.get(name)
+        if address is None:
+            address = self.services[name] = ServiceAddress(free_port(), free_port())
+            self._write_url(name, address.rest_url)
+        return address
+
+    async def _forget_services(self, kube: KubeApi) -> None:
+        if not self.services:
+            return
+        alive = {s["metadata"]["name"] for s in await kube.list("Service", self.namespace)}
+        for name in [n for n in self.services if n not in alive and n not in self.realized]:
+            del self.services[name]
+            self._write_url(name, None)
 
     async def _env(self, kube: KubeApi, template: dict[str, Any], container: dict[str, Any]) -> dict[str, str]:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "runtime-image"), str(ROOT / "operator"),
                                              env.get("PYTHONPATH", "")])
+        for source in container.get("envFrom") or ():
+            prefix = source.get("prefix", "")
+            for kind, ref_key in (("Secret", "secretRef"), ("ConfigMap", "configMapRef")):
+                ref = source.get(ref_key)
+                if ref is not None:
+                    data = await self._data(kube, kind, ref["name"], optional=bool(ref.get("optional")))
+                    env.update({prefix + k: v for k, v in data.items()})
         for item in container.get("env") or ():
             if "value" in item:
                 env[item["name"]] = str(item["value"])
-            elif "secretKeyRef" in (item.get("valueFrom") or {}):
-                ref = item["valueFrom"]["secretKeyRef"]
-                secret = await kube.get("Secret", self.namespace, ref["name"])
-                data = (secret or {}).get("data") or {}
+                continue
+            value_from = item.get("valueFrom") or {}
+            for kind, ref_key in (("Secret", "secretKeyRef"), ("ConfigMap", "configMapKeyRef")):
+                ref = value_from.get(ref_key)
+                if ref is None:
+                    continue
+                data = await self._data(kube, kind, ref["name"], optional=bool(ref.get("optional")))
                 if ref["key"] in data:
-                    env[item["name"]] = base64.b64decode(data[ref["key"]]).decode()
+                    env[item["name"]] = data[ref["key"]]
+                elif not ref.get("optional"):
+                    raise ContainerConfigError(f"couldn't find key {ref['key']} in {kind} "
+                                               f"{self.namespace}/{ref['name']}")
         mounts = {m["name"]: m["mountPath"] for m in container.get("volumeMounts") or ()}
         for volume in template["spec"].get("volumes") or ():
             cm = volume.get("configMap")
             if cm is None or volume["name"] not in mounts:
                 continue
-            configmap = await kube.get("ConfigMap", self.namespace, cm["name"])
+            data = await self._data(kube, "ConfigMap", cm["name"], optional=bool(cm.get("optional")))
             self._counter += 1
             conf_dir = self.work_dir / f"conf-{cm['name']}-{self._counter}"
             conf_dir.mkdir()
-            for key, text in ((configmap or {}).get("data") or {}).items():
+            for key, text in data.items():
                 (conf_dir / key).write_text(text)
             # the container reads its configuration where the volume is mounted
             for key, value in list(env.items()):
@@ -207,45 +338,80 @@ class ProcessKubelet:
                     env[key] = str(conf_dir)
         return env
 
-    async def _report(self, kube: KubeApi, deployment: str, realized: Realized, pod: PodProcess) -> None:
-        code = pod.proc.poll()
-        phase = "Running" if code is None else ("Succeeded" if code == 0 else "Failed")
-        if phase == pod.reported:
+    async def _data(self, kube: KubeApi, kind: str, name: str, *, optional: bool) -> dict[str, str]:
+        obj = await kube.get(kind, self.namespace, name)
+        if obj is None:
+            if optional:
+                return {}
+            raise ContainerConfigError(f'{kind.lower()} "{name}" not found')
+        if kind == "Secret":
+            return {k: base64.b64decode(v).decode() for k, v in (obj.get("data") or {}).items()} | {
+                k: str(v) for k, v in (obj.get("stringData") or {}).items()}
+        return {k: str(v) for k, v in (obj.get("data") or {}).items()}
+
+    # -- status ----------------------------------------------------------------------------------
+
+    async def _report_pod(self, kube: KubeApi, pod: PodProcess) -> None:
+        running = pod.running
+        if running:
+            state: dict[str, Any] = {"running": {"startedAt": pod.started_at}}
+        else:
+            reason, message = pod.waiting or ("ContainerCreating", "")
+            state = {"waiting": {"reason": reason, "message": message}}
+        container: dict[str, Any] = {"name": "main", "ready": running, "restartCount": pod.restarts,
+                                     "started": running, "state": state}
+        if pod.last_exit is not None:
+            container["lastState"] = {"terminated": pod.last_exit}
+        # restartPolicy Always: the pod stays Running between restarts once its container has run
+        phase = "Running" if running or pod.restarts else "Pending"
+        status = {"phase": phase, "hostIP": "127.0.0.1", "podIP": "127.0.0.1",
+                  "conditions": [{"type": "PodScheduled", "status": "True"},
+                                 {"type": "Ready", "status": "True" if running else "False"},
+                                 {"type": "ContainersReady", "status": "True" if running else "False"}],
+                  "containerStatuses": [container]}
+        digest = json.dumps(status, sort_keys=True)
+        if digest == pod.reported:
             return
-        state: dict[str, Any] = {"running": {"startedAt": _now()}} if code is None else {
-            "terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error", "finishedAt": _now()}}
-        status = {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if code is None else "False"}],
-                  "containerStatuses": [{"name": "main", "ready": code is None, "restartCount": 0, "state": state}]}
+        if pod.started_at:
+            status["startTime"] = pod.started_at
         try:
             await kube.merge_patch("Pod", self.namespace, pod.name, {"status": status}, subresource="status")
         except KubeApiError as e:
             if e.status != 404:
                 raise
-        pod.reported = phase
-        if code is not None and realized.rest_port is not None and realized.pods[0] is pod:
-            self._write_url(deployment, None)
+        pod.reported = digest
 
-    async def _remove(self, kube: KubeApi, name: str) -> None:
-        realized = self.realized.pop(name)
-        self._terminate(realized)
-        if realized.rest_port is not None:
-            self._write_url(name, None)
-        for pod in realized.pods:
-            await kube.delete("Pod", self.namespace, pod.name)
+    async def _report_deployment(self, kube: KubeApi, deployment: dict[str, Any], realized: Realized) -> None:
+        ready = sum(1 for p in realized.pods if p.running)
+        status = {"observedGeneration": deployment["metadata"].get("generation", 1), "replicas": len(realized.pods),
+                  "updatedReplicas": len(realized.pods), "readyReplicas": ready, "availableReplicas": ready,
+                  "unavailableReplicas": len(realized.pods) - ready}
+        digest = json.dumps(status, sort_keys=True)
+        if digest == realized.reported:
+            return
+        try:
+            await kube.merge_patch("Deployment", self.namespace, deployment["metadata"]["name"], {"status": status},
+                                   subresource="status")
+        except KubeApiError as e:
+            if e.status != 404:
+                raise
+        realized.reported = digest
 
-    def _terminate(self, realized: Realized) -> None:
+    # -- removal ---------------------------------------------------------------------------------
+
+    async def _remove_deployment(self, kube: KubeApi, name: str) -> None:
+        with self._lock:
+            realized = self.realized.pop(name)
+        _terminate(realized.pods)
         for pod in realized.pods:
-            if pod.proc.poll() is None:
-                try:
-                    os.killpg(pod.proc.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-        for pod in realized.pods:
-            try:
-                pod.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(pod.proc.pid, signal.SIGKILL)
-                pod.proc.wait(10)
+            await self._delete_pod(kube, pod.name)
+
+    async def _delete_pod(self, kube: KubeApi, name: str) -> None:
+        try:
+            await kube.delete("Pod", self.namespace, name)
+        except KubeApiError as e:
+            if e.status != 404:
+                raise
 
     def _write_url(self, service: str, url: str | None) -> None:
         urls = json.loads(self.url_map.read_text() or "{}")
@@ -258,12 +424,51 @@ class ProcessKubelet:
         tmp.write_text(json.dumps(urls))
         os.replace(tmp, self.url_map)  # the operator never reads half a file
 
-    def logs(self) -> str:
+    def logs(self, *, tail: int = 2000) -> str:
         """The tail of every process log: for a failing test's message."""
         out = []
         for path in sorted(self.work_dir.glob("*.log")):
-            out.append(f"--- {path.name}\n{path.read_text(errors='replace')[-2000:]}")
+            out.append(f"--- {path.name}\n{path.read_text(errors='replace')[-tail:]}")
+        if self.errors:
+            out.append("--- kubelet errors\n" + "\n".join(self.errors[-20:]))
         return "\n".join(out)
+
+
+def _exit_reason(code: int) -> str:
+    if code == 0:
+        return "Completed"
+    if code == -signal.SIGKILL or code == 128 + signal.SIGKILL:
+        return "Killed"
+    return "Error"
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _terminate(pods: list[PodProcess]) -> None:
+    """SIGTERM each container's process group, wait the grace period, then SIGKILL what is left."""
+    procs = [p.proc for p in pods if p.proc is not None]
+    for proc in procs:
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + TERMINATION_GRACE_S
+    for proc in procs:
+        try:
+            proc.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+        _kill_group(proc.pid)
+        if proc.poll() is None:
+            proc.wait(10)
+    for pod in pods:
+        pod.proc = None
 
 
 def _component(deployment: dict[str, Any]) -> str:
@@ -271,15 +476,17 @@ def _component(deployment: dict[str, Any]) -> str:
 
 
 def _fingerprint(deployment: dict[str, Any]) -> str:
-    spec = {"template": deployment["spec"]["template"], "replicas": deployment["spec"].get("replicas", 1)}
-    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+    """The pod template's digest: a change replaces the pods (replicas do not)."""
+    return hashlib.sha256(json.dumps(deployment["spec"]["template"], sort_keys=True).encode()).hexdigest()
 
 
-def _pod_object(namespace: str, name: str, deployment: dict[str, Any], template: dict[str, Any]) -> dict[str, Any]:
+def _pod_object(namespace: str, name: str, deployment: dict[str, Any]) -> dict[str, Any]:
     meta = deployment["metadata"]
+    template = deployment["spec"]["template"]
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(template["metadata"].get("labels") or {}),
+                     "annotations": dict(template["metadata"].get("annotations") or {}),
                      "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": meta["name"],
                                           "uid": meta["uid"], "controller": True}]},
         "spec": template["spec"],

