@@ -331,3 +331,31 @@ def test_dispose_deletes_a_savepoint_and_refuses_a_checkpoint(scenario, tmp_path
     assert (checkpoint / "_metadata").is_file()
     proc = cluster.cli("savepoint", "--dispose", f"file://{tmp_path / 'nothing-here'}")
     assert proc.returncode == 1 and "_metadata" in proc.stderr, proc.stderr
+
+
+def test_threads_mode_restores_a_savepoint_taken_on_the_cluster(scenario):
+    """`strom run --threads --from-savepoint`: the embedded executor restores it too (at keyed parallelism 1)."""
+    import subprocess
+    import sys
+
+    from tests.engine.cluster_testing import _env
+
+    path, out = sums_job(scenario["tmp"], "threads", keyed_parallelism=1)
+    proc = subprocess.run(
+        [sys.executable, "-m", "strom.cli", "run", "--threads", path, "--from-savepoint", scenario["stopped"]],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert final_sums(out) == reference(COUNT)
+    path, _ = sums_job(scenario["tmp"], "threads-renamed", keyed_parallelism=1, sums_uid="other")
+    proc = subprocess.run(
+        [sys.executable, "-m", "strom.cli", "run", "--threads", path, "--from-savepoint", scenario["stopped"]],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+    )
+    assert proc.returncode != 0 and "allow-non-restored-state" in proc.stderr, proc.stderr

@@ -27,8 +27,9 @@ from strom.datastream.stream_execution_environment import JobExecutionResult
 from strom.graph.job_graph import create_job_graph
 from strom.graph.stream_graph import StreamGraph
 from strom.runtime.checkpoint.coordinator import CheckpointCoordinator
-from strom.runtime.checkpoint.errors import CheckpointFailuresExceeded
+from strom.runtime.checkpoint.errors import CheckpointFailuresExceeded, CheckpointStorageError
 from strom.runtime.checkpoint.retention import RetainedCheckpoint
+from strom.runtime.checkpoint.savepoints import check_savepoint_restore
 from strom.runtime.checkpoint.storage import checkpoint_storage_for
 from strom.runtime.checkpoint.task_snapshots import AsyncSnapshotWriter, restore_operators
 from strom.runtime.execution_graph import ExecutionVertex, build_tasks
@@ -77,7 +78,9 @@ class LocalJob:
         self._temp_checkpoint_dir: str | None = None
         if graph.config.get(opts.CHECKPOINT_INTERVAL) > 0:
             self._setup_checkpointing()
+        self._savepoint = self._savepoint_to_restore()
         self.vertices = self._build(0)
+        self._restore(self.vertices)
         self.metric_registry.register_job_gauges(
             self.job_id, graph.job_name, uptime_ms=self._uptime_ms, num_restarts=lambda: self.restarts
         )
@@ -107,8 +110,12 @@ class LocalJob:
         for ev in vertices:
             # registered again under the same names: the new attempt replaces the old one's figures
             self.metric_registry.register_task(
-                ev.task, job_id=self.job_id, job_name=self.graph.job_name, vertex_id=ev.vertex.id,
-                metric_group=ev.metric_group, attempt=attempt,
+                ev.task,
+                job_id=self.job_id,
+                job_name=self.graph.job_name,
+                vertex_id=ev.vertex.id,
+                metric_group=ev.metric_group,
+                attempt=attempt,
             )
             if self._snapshot_writer is not None:
                 ev.task.enable_checkpointing(self._snapshot_writer, (ev.vertex.id, ev.subtask_index))
@@ -198,15 +205,39 @@ class LocalJob:
             self.status = "RUNNING"
             if self.checkpoint_coordinator is not None:
                 self.checkpoint_coordinator.attach_tasks({ev.task.checkpoint_key: ev.task for ev in vertices})
-            log.info("job %s restarted (attempt %d) from checkpoint %s", self.job_id, self.attempt,
-                     self.restored_checkpoint_id)
+            log.info(
+                "job %s restarted (attempt %d) from checkpoint %s",
+                self.job_id,
+                self.attempt,
+                self.restored_checkpoint_id,
+            )
             for ev in vertices:
                 ev.task.start()
 
+    def _savepoint_to_restore(self) -> tuple[Any, Any] | None:
+        """`execution.savepoint.path` (`strom run --threads --from-savepoint`): its storage and metadata,
+        checked against the job's operator uids; a `ValueError` naming the problem otherwise."""
+        path = str(self.graph.config.get(opts.SAVEPOINT_PATH) or "").rstrip("/").removesuffix("/_metadata")
+        if not path:
+            return None
+        allow = bool(self.graph.config.get(opts.SAVEPOINT_IGNORE_UNCLAIMED_STATE))
+        uids = [n.uid for n in self.graph.nodes.values()]
+        try:
+            metadata = check_savepoint_restore(path, uids, allow_non_restored=allow, config=self.graph.config)
+        except CheckpointStorageError as e:
+            raise ValueError(f"cannot restore from savepoint {path}: {e}") from None
+        return checkpoint_storage_for(path, self.graph.config), metadata
+
     def _restore(self, vertices: list[ExecutionVertex]) -> None:
+        """The latest completed checkpoint, else the savepoint the job started from, else nothing."""
         coordinator = self.checkpoint_coordinator
         latest: RetainedCheckpoint | None = coordinator.latest_completed if coordinator is not None else None
         self.restored_checkpoint_id = None
+        if latest is None and self._savepoint is not None:
+            storage, metadata = self._savepoint
+            restore_operators(storage, "", metadata, (op for ev in vertices for op in ev.task.operators))
+            self.restored_checkpoint_id = metadata.checkpoint_id
+            return
         if coordinator is None or latest is None:
             return
         restore_operators(
@@ -265,8 +296,7 @@ class LocalJob:
                     trace=trace,
                 ) from e
             raise JobExecutionError(
-                f"Job '{self.graph.job_name}' ({self.job_id}) failed: task {t.display_name} failed.\n"
-                f"{t.failure_trace}",
+                f"Job '{self.graph.job_name}' ({self.job_id}) failed: task {t.display_name} failed.\n{t.failure_trace}",
                 job_id=self.job_id,
                 task=t.display_name,
                 trace=t.failure_trace,
