@@ -7,6 +7,7 @@ Operator's FlinkDeployment where it has the concept.
 
 from __future__ import annotations
 
+from strom_operator.batch.spark_spec import SPARK, restart_policy_schema
 from strom_operator.schema_types import (
     Schema,
     array,
@@ -153,7 +154,8 @@ SPEC: Schema = obj("Desired state of a Strom streaming (or batch) job on Kuberne
     "image": string("Container image holding the Strom runtime and the job's code."),
     "imagePullPolicy": string("Image pull policy of the JobManager and TaskManager containers.",
                               enum=("Always", "IfNotPresent", "Never"), default="IfNotPresent"),
-    "serviceAccount": string("Service account of the JobManager and TaskManager pods."),
+    "serviceAccount": string("Service account of the JobManager and TaskManager pods (batch mode: of the Spark "
+                             "driver, which must be allowed to manage pods; unset, the operator creates one)."),
     "mode": string("Runtime mode: 'streaming' runs on Strom's engine, 'batch' runs bounded jobs on Spark.",
                    enum=("streaming", "batch"), default="streaming"),
     "job": JOB,
@@ -168,4 +170,8 @@ SPEC: Schema = obj("Desired state of a Strom streaming (or batch) job on Kuberne
         "config.yaml; kubernetes.operator.* keys tune the operator for this job."),
     "restartNonce": integer("Change this number to restart the job (an upgrade with the same spec)."),
     "podTemplate": _pod_template("both the JobManager and TaskManager pods"),
+    "spark": SPARK,
+    "restartPolicy": restart_policy_schema(_duration(
+        "Wait before the first retry of a failed driver; each further retry waits twice as long as the one "
+        "before, at most 5 min longer than this.", default="10 s")),
 }, required=("image", "job"))

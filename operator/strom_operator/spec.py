@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from strom_operator.batch.spark_spec import RestartPolicy, SparkSpec
 from strom_operator.schema_spec import SPEC
 from strom_operator.schema_types import apply_defaults
 
@@ -126,6 +127,8 @@ class FlinkJobSpec:
     flink_configuration: Mapping[str, str] = field(default_factory=dict)
     restart_nonce: int | None = None
     pod_template: Mapping[str, Any] = field(default_factory=dict)
+    spark: SparkSpec = SparkSpec()  # mode 'batch' (batch/)
+    restart_policy: RestartPolicy = RestartPolicy()  # mode 'batch'
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> FlinkJobSpec:
@@ -161,6 +164,8 @@ class FlinkJobSpec:
             flink_configuration={str(k): str(v) for k, v in (d.get("flinkConfiguration") or {}).items()},
             restart_nonce=d.get("restartNonce"),
             pod_template=d.get("podTemplate") or {},
+            spark=SparkSpec.from_dict(d["spark"]),
+            restart_policy=RestartPolicy.from_dict(d["restartPolicy"]),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -194,6 +199,8 @@ class FlinkJobSpec:
         _put(out, "flinkConfiguration", dict(self.flink_configuration) or None)
         _put(out, "restartNonce", self.restart_nonce)
         _put(out, "podTemplate", copy.deepcopy(dict(self.pod_template)) or None)
+        out["spark"] = self.spark.to_dict()
+        out["restartPolicy"] = self.restart_policy.to_dict()
         return out
 
 
@@ -216,6 +223,9 @@ _OPERATOR_ONLY = {
     "autoscaler": ("enabled", "mode", "metricsInterval", "metricsWindow", "stabilization", "targetUtilization",
                    "utilizationBoundary", "catchUpDuration", "scaleDownDelay", "minParallelism", "maxParallelism",
                    "maxRescalesPerHour"),
+    # Batch-only sections (batch/): a streaming job does not use them, so their change needs no upgrade.
+    "spark": ("driver", "executor", "sparkConf", "dynamicAllocation"),
+    "restartPolicy": ("type", "onFailureRetries", "onFailureRetryInterval"),
 }
 
 
