@@ -68,6 +68,23 @@ def _savepoint(description: str) -> Schema:
     })
 
 
+BATCH_STATES = ("SUBMITTED", "RUNNING", "PENDING_RERUN", "COMPLETED", "FAILED")
+
+BATCH = obj("A batch job (spec.mode 'batch') as its Spark driver pod shows it (batch/batch_status.py).", {
+    "state": string("SUBMITTED (driver pod created), RUNNING, PENDING_RERUN (waiting to retry or to resubmit "
+                    "a changed spec), COMPLETED or FAILED.", enum=BATCH_STATES),
+    "driverPod": string("Name of the current driver pod."),
+    "submission": integer("Driver pods created for this FlinkJob so far; the current one is named after it."),
+    "attempt": integer("Attempt of the current run: 1, then one more per retry under restartPolicy OnFailure."),
+    "submittedAt": string("When the current driver pod was created. " + TIMESTAMP),
+    "startedAt": string("When the current driver pod started running. " + TIMESTAMP),
+    "finishedAt": string("When the last driver pod ended. " + TIMESTAMP),
+    "nextAttemptAt": string("When the next driver pod is created (PENDING_RERUN). " + TIMESTAMP),
+    "exitCode": integer("Exit code of the last driver container that ended."),
+    "reason": string("Why the last driver ended or is stuck, as the pod reports it."),
+    "executors": integer("Executor pods of the current driver seen running at the last observation."),
+})
+
 STATUS: Schema = obj("Observed state of the job, and the operator's record of what it is doing.", {
     "lifecycleState": string("Where the FlinkJob is in its lifecycle.", enum=LIFECYCLE_STATES),
     "jobStatus": obj("The job as the JobManager's REST API reports it.", {
@@ -121,6 +138,7 @@ STATUS: Schema = obj("Observed state of the job, and the operator's record of wh
         "message": string("Human-readable explanation."),
         "lastTransitionTime": string("When the status last changed. " + TIMESTAMP),
     }, required=("type", "status"))),
+    "batch": BATCH,
     "observedGeneration": integer("The metadata.generation of the FlinkJob last reconciled."),
     "error": string("The latest error (invalid spec, failed savepoint, failed job), empty when none."),
 })

@@ -203,6 +203,7 @@ class FlinkJobStatus:
     conditions: tuple[Condition, ...] = field(default=())
     observed_generation: int | None = None
     error: str | None = None
+    batch: Mapping[str, Any] | None = None  # status.batch, typed by batch/batch_status.py
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None) -> FlinkJobStatus:
@@ -220,6 +221,7 @@ class FlinkJobStatus:
                                        _t(c.get("lastTransitionTime"))) for c in d.get("conditions") or ()),
             observed_generation=d.get("observedGeneration"),
             error=d.get("error"),
+            batch=d.get("batch"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -233,6 +235,7 @@ class FlinkJobStatus:
         out["conditions"] = [c.to_dict() for c in self.conditions]
         _put(out, "observedGeneration", self.observed_generation)
         _put(out, "error", self.error)
+        _put(out, "batch", copy.deepcopy(dict(self.batch)) if self.batch is not None else None)
         return out
 
     def condition(self, type_: str) -> Condition | None:
