@@ -219,6 +219,15 @@ def _running(s: Situation) -> Step:
     nonce = spec.job.savepoint_trigger_nonce
     if observed.running and nonce is not None and nonce != status.savepoints.last_trigger_nonce:
         return WriteStatus(with_pending(status, s.name, "manual", now, nonce))
+    # Pruning before the next periodic savepoint: with an interval shorter than a pass, a savepoint
+    # is due again on every pass and the history would never be pruned.
+    protected = {p for p in (rec.restore_path, status.restored_from.path if status.restored_from else None) if p}
+    kept, disposed = prune_savepoint_history(status.savepoints.history, max_history=spec.savepoints.max_history,
+                                             max_age_s=duration_seconds(spec.savepoints.max_age), now=now,
+                                             protected=protected)
+    if disposed:
+        new = replace(status, savepoints=replace(status.savepoints, history=kept))
+        return DisposeSavepoints(tuple(sp.path for sp in disposed), new)
     interval = duration_seconds(spec.savepoints.periodic_interval)
     due_in = IDLE
     if interval > 0 and observed.running:
@@ -228,13 +237,6 @@ def _running(s: Situation) -> Step:
         if since >= interval:
             return WriteStatus(with_pending(status, s.name, "periodic", now))
         due_in = min(IDLE, interval - since)
-    protected = {p for p in (rec.restore_path, status.restored_from.path if status.restored_from else None) if p}
-    kept, disposed = prune_savepoint_history(status.savepoints.history, max_history=spec.savepoints.max_history,
-                                             max_age_s=duration_seconds(spec.savepoints.max_age), now=now,
-                                             protected=protected)
-    if disposed:
-        new = replace(status, savepoints=replace(status.savepoints, history=kept))
-        return DisposeSavepoints(tuple(sp.path for sp in disposed), new)
     if observed.running:
         status = status.with_condition("Ready", "True", "JobRunning", "the job is RUNNING", now)
     elif observed.job_state is not None:

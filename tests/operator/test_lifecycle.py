@@ -184,6 +184,20 @@ def test_history_is_pruned_by_count_and_the_pruned_paths_disposed():
     assert len(cluster.disposed) == 1 and cluster.disposed[0] not in [s.path for s in status.savepoints.history]
 
 
+def test_history_is_pruned_even_when_the_next_periodic_savepoint_is_already_due():
+    """Passes 2 s apart with a 1 s interval: a periodic savepoint is due on every pass after the
+    previous one completed, and pruning must still happen before the next is triggered."""
+    spec = make_spec(savepoints__maxHistory=2, savepoints__periodicInterval="1 s")
+    _, status, cluster = deploy_stable(spec)
+    for n in range(1, 40):
+        step = next_step(spec, status, cluster.observe(), now=later(2 * n), name="wc")
+        cluster.perform(step)
+        status = step.status
+    assert len(status.savepoints.history) <= 2
+    assert len(cluster.disposed) >= 5
+    assert not set(cluster.disposed) & {s.path for s in status.savepoints.history}
+
+
 def test_upgrade_not_running_in_time_rolls_back_to_the_stable_spec_from_the_upgrade_savepoint():
     spec, status, cluster = deploy_stable()
     cluster.start_state = "INITIALIZING"  # the new version never starts
