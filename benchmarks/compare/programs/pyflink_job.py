@@ -22,7 +22,7 @@ from typing import Any
 
 import harness
 import workloads
-from pyflink.common import Time, Types, WatermarkStrategy
+from pyflink.common import Configuration, Duration, Time, Types, WatermarkStrategy
 from pyflink.common.watermark_strategy import TimestampAssigner
 from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.datastream.connectors.number_seq import NumberSequenceSource
@@ -36,6 +36,9 @@ from pyflink.datastream.functions import (
 from pyflink.datastream.state import ValueStateDescriptor
 from pyflink.datastream.window import SlidingEventTimeWindows, TumblingEventTimeWindows
 
+# PyFlink's Python state is cached in the worker; the default cache (1000 entries) is smaller than the
+# keyed workloads' state (1000 keys per window), so every access would be a round trip to the JVM.
+PYTHON_OPTIONS = {"python.state.cache-size": "100000"}
 MICRO_EVENT = Types.TUPLE([Types.LONG(), Types.LONG(), Types.LONG()])
 
 
@@ -151,8 +154,7 @@ def micro_b(env: StreamExecutionEnvironment, n: int) -> Any:
 
 
 def nexmark_bids(env: StreamExecutionEnvironment, n: int) -> Any:
-    events = workloads.NexmarkEvents(0)  # only for the chunk arithmetic; the worker generates
-    chunks = (n + workloads.NEXMARK_CHUNK - 1) // workloads.NEXMARK_CHUNK if n else events.chunks
+    chunks = (n + workloads.NEXMARK_CHUNK - 1) // workloads.NEXMARK_CHUNK
     generated = numbers(env, chunks).flat_map(NexmarkChunks(n, str(workloads.strom_package_dir())),
                                               output_type=Types.PICKLED_BYTE_ARRAY())
     return generated.filter(IsBid())
@@ -167,9 +169,8 @@ def q2(env: StreamExecutionEnvironment, n: int) -> Any:
 
 
 def q5(env: StreamExecutionEnvironment, n: int) -> Any:
-    strategy = (WatermarkStrategy.for_bounded_out_of_orderness(
-        __import__("pyflink.common", fromlist=["Duration"]).Duration.of_millis(workloads.NEXMARK_WATERMARK_DELAY_MS))
-        .with_timestamp_assigner(EventTime(1)))
+    delay = Duration.of_millis(workloads.NEXMARK_WATERMARK_DELAY_MS)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(delay).with_timestamp_assigner(EventTime(1))
     size, slide = Time.milliseconds(workloads.Q5_SIZE_MS), Time.milliseconds(workloads.Q5_SLIDE_MS)
     return (nexmark_bids(env, n).map(lambda b: (b.auction, b.date_time), output_type=Types.TUPLE([Types.LONG()] * 2))
             .assign_timestamps_and_watermarks(strategy)
@@ -185,7 +186,10 @@ PIPELINES = {"a": micro_a, "b": micro_b, "q0": q0, "q2": q2, "q5": q5}
 
 
 def run(workload: str, n: int) -> int:
-    env = StreamExecutionEnvironment.get_execution_environment()
+    conf = Configuration()
+    for key, value in PYTHON_OPTIONS.items():
+        conf.set_string(key, value)
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(1)
     env.set_python_executable(sys.executable)  # this virtualenv's python, not the first one on PATH
     env.add_python_file(workloads.__file__)
