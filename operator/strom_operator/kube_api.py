@@ -39,7 +39,10 @@ _KINDS: dict[str, tuple[str, str]] = {
     "Secret": ("/api/v1", "secrets"),
     "Pod": ("/api/v1", "pods"),
     "Event": ("/api/v1", "events"),
+    "ServiceAccount": ("/api/v1", "serviceaccounts"),
     "Deployment": ("/apis/apps/v1", "deployments"),
+    "Role": ("/apis/rbac.authorization.k8s.io/v1", "roles"),
+    "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings"),
     "FlinkJob": ("/apis/strom.io/v1beta1", "flinkjobs"),
 }
 

@@ -192,7 +192,9 @@ def validate_flinkjob_spec(spec: FlinkJobSpec) -> str | None:
 
 
 def validate_spec_change(new: FlinkJobSpec, old: FlinkJobSpec | None) -> str | None:
-    """Rules about a change: state restored across an upgrade needs the same number of key groups."""
+    """Rules about a change: the mode stays; state restored across an upgrade needs the same number of key groups."""
+    if old is not None and new.mode != old.mode:
+        return f"spec.mode: cannot change from {old.mode!r} to {new.mode!r}; delete the FlinkJob and create it anew"
     if old is None or new.job.upgrade_mode == "stateless":
         return None
     if new.job.max_parallelism != old.job.max_parallelism:

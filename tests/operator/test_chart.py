@@ -82,11 +82,19 @@ def test_rbac_grants_exactly_what_the_operator_uses():
     assert grants[("strom.io", "flinkjobs/status")] == {"get", "patch", "update"}
     assert grants[("strom.io", "flinkjobs/scale")] == {"get", "patch", "update"}
     assert grants[("apps", "deployments")] == crud
-    assert grants[("", "services")] == crud and grants[("", "configmaps")] == crud
-    assert grants[("", "pods")] == {"get", "list", "watch"}
+    assert grants[("", "services")] == crud
+    # batch FlinkJobs (strom_operator/batch): driver pods, executor cleanup, the driver's Role (batch/driver.py)
+    assert grants[("", "configmaps")] == crud | {"deletecollection"}
+    driver_rule = {"get", "list", "watch", "create", "patch", "delete", "deletecollection"}
+    assert grants[("", "pods")] == driver_rule and grants[("", "persistentvolumeclaims")] == driver_rule
+    assert grants[("", "serviceaccounts")] == {"get", "create", "patch"}
+    assert grants[("rbac.authorization.k8s.io", "roles")] == grants[("rbac.authorization.k8s.io", "rolebindings")] \
+        == {"get", "create", "patch"}
     assert grants[("", "secrets")] == {"get"}
     assert grants[("", "events")] == {"create", "patch"}
     assert all("*" not in verbs for verbs in grants.values()) and ("", "*") not in grants
     assert set(grants) == {("strom.io", "flinkjobs"), ("strom.io", "flinkjobs/status"), ("strom.io", "flinkjobs/scale"),
                            ("apps", "deployments"), ("", "services"), ("", "configmaps"), ("", "pods"),
-                           ("", "secrets"), ("", "events"), ("events.k8s.io", "events")}
+                           ("", "secrets"), ("", "events"), ("events.k8s.io", "events"),
+                           ("", "persistentvolumeclaims"), ("", "serviceaccounts"),
+                           ("rbac.authorization.k8s.io", "roles"), ("rbac.authorization.k8s.io", "rolebindings")}
