@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from strom_operator.batch.batch_reconciler import BatchReconciler, is_batch
 from strom_operator.builders import build_job_objects
 from strom_operator.deletion import next_deletion_step
 from strom_operator.jobmanager_client import JobManagerClient, JobManagerError, JobManagerUnreachable
@@ -82,6 +83,8 @@ class Reconciler:
         self.post_event = post_event
         self.settings = settings
         self._locks: dict[str, asyncio.Lock] = {}
+        # spec.mode 'batch': Spark-on-Kubernetes driver pods instead of JobManager/TaskManagers (batch/)
+        self.batch = BatchReconciler(kube, write_status=self._write_status, post_event=post_event)
 
     def _lock(self, namespace: str, name: str) -> asyncio.Lock:
         return self._locks.setdefault(f"{namespace}/{name}", asyncio.Lock())
@@ -111,6 +114,11 @@ class Reconciler:
             spec = await self._parse_spec(body, status)
             if spec is None:
                 return self.settings.delay(IDLE)
+            if is_batch(spec, status):
+                delay = await self.batch.step(body, spec, status)
+                if delay is not None:
+                    return self.settings.delay(delay)
+                continue
             observed = await self.observer.observe(ref, status)
             now = datetime.now(UTC)
             step = next_step(spec, status, observed, now=now, name=name,
@@ -133,6 +141,9 @@ class Reconciler:
                     spec = FlinkJobSpec.from_dict(body.get("spec") or {})
                 except (KeyError, TypeError, ValueError) as e:
                     return f"deleted (spec unreadable: {e})"
+                if is_batch(spec, status):
+                    self.metrics.set_state(f"{namespace}/{name}", None)
+                    return await self.batch.finalize(body, status)
                 observed = await self.observer.observe(ref, status)
                 now = datetime.now(UTC)
                 step = next_deletion_step(spec, status, observed, now=now, name=name)
