@@ -308,3 +308,22 @@ class Platform:
     def wait_gone(self, name: str, *, timeout: float = 60) -> None:
         self.wait(name, lambda: self.get("FlinkJob", name) is None and not self.owned_objects(name),
                   timeout=timeout, what="the FlinkJob and everything it owns gone")
+
+
+def jobmanager_rest(platform: Platform, name: str, path: str) -> Any:
+    """GET a path of the FlinkJob's JobManager REST API (through the kubelet's Service address); None when
+    it does not answer or the cluster is real (its Services are not reachable from here)."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    if platform.kubelet is None:
+        return None
+    address = platform.kubelet.services.get(f"{name}-jobmanager")
+    if address is None:
+        return None
+    try:
+        with urllib.request.urlopen(address.rest_url + path, timeout=5) as r:
+            return json.loads(r.read())
+    except (OSError, urllib.error.URLError, ValueError):
+        return None

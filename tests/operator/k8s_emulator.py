@@ -10,7 +10,8 @@ but as plain JSON storage. What the operator and kopf rely on and kmock does not
 * the `status` subresource: `PATCH .../status` changes only `status`, a patch of the object
   leaves `status` alone (for resources declared with the subresource, as the CRD declares it);
 * `labelSelector` (equality terms) on lists and watches;
-* garbage collection: deleting an object deletes its dependents (by `ownerReferences` uid).
+* garbage collection: deleting an object deletes its dependents (by `ownerReferences` uid);
+* a bounded request log (kmock keeps every request and scans the log for each new one).
 
 `EmulatedCluster` runs it on 127.0.0.1 in a thread with its own event loop and writes a
 kubeconfig for it, so an operator subprocess, kopf and the tests reach it like any API server.
@@ -47,6 +48,7 @@ RESOURCES: dict[str, tuple[bool, str, tuple[str, ...]]] = {
     "v1/namespaces": (False, "Namespace", ("status",)),
 }
 VERBS = {"get", "list", "watch", "create", "update", "patch", "delete"}
+REQUEST_LOG_KEPT = 500  # the latest requests kept in kmock's log (in flight ones are among them)
 
 
 def _now() -> str:
@@ -112,11 +114,23 @@ class StromKubernetesEmulator(kmock.KubernetesEmulator):
         return None
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        self._trim_request_log()
         # kmock cannot parse the cluster-wide namespace list (`/api/v1/namespaces` has no name after
         # `namespaces`); kopf lists and watches it when told which namespaces to serve.
         if raw_request.path.rstrip("/") == "/api/v1/namespaces" and raw_request.method == "GET":
             return await self._serve_namespaces(raw_request)
         return await super().__call__(raw_request)
+
+    def _trim_request_log(self) -> None:
+        """Keep the request log short. kmock logs every request forever and finds a request's reaction
+        by scanning that log from its start, so each request costs time in proportion to all requests
+        served before it: an hour-long e2e run (kubelet and operator polling) would slow to a crawl."""
+        if len(self._requests) > 2 * REQUEST_LOG_KEPT:
+            del self._requests[:-REQUEST_LOG_KEPT]
+            for payload in self._payloads:
+                log = getattr(payload, "_requests", None)
+                if isinstance(log, list) and len(log) > REQUEST_LOG_KEPT:
+                    del log[:-REQUEST_LOG_KEPT]
 
     async def _serve_namespaces(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
         names = sorted({"default", *(ns for (_, ns, _), o in list(self._objects.items()) if ns and not o.deleted)})

@@ -181,8 +181,10 @@ class ProcessKubelet:
     # -- reconciliation of Deployments into processes --------------------------------------------
 
     async def _sync(self, kube: KubeApi) -> None:
-        deployments = {d["metadata"]["name"]: d for d in await kube.list("Deployment", self.namespace)}
+        # Pods before Deployments: a Deployment deleted in between is then seen gone, never as one
+        # whose pods vanished (which would start a replacement pod from the deleted template).
         pod_names = {p["metadata"]["name"] for p in await kube.list("Pod", self.namespace)}
+        deployments = {d["metadata"]["name"]: d for d in await kube.list("Deployment", self.namespace)}
         for name in [n for n in self.realized if n not in deployments]:
             await self._remove_deployment(kube, name)
         await self._forget_services(kube)
@@ -251,7 +253,7 @@ class ProcessKubelet:
             pod.next_start = time.monotonic() + self.restart_backoff_s
             return
         with open(pod.log_path, "ab") as log:
-            log.write(f"--- container start {_now()} (restart {pod.restarts})\n".encode())
+            log.write(f"--- container start {_now()} (restart {pod.restarts}): {' '.join(command)}\n".encode())
             log.flush()
             pod.proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.work_dir)
