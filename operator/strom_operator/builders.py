@@ -2,13 +2,17 @@
 
 The config first (pods mount it), then the Service (TaskManagers dial it), then the JobManager
 and TaskManager Deployments. Each object is built by its own module; this is the one list a
-handler applies for a `DeployJob` step.
+handler applies for a `DeployJob` step. The autoscaler's per-vertex parallelism reaches the job
+as the engine option `pipeline.jobvertex-parallelism-overrides` and sizes the TaskManagers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
+from strom_operator.autoscaler.scaling import PARALLELISM_OVERRIDES_KEY, parallelism_overrides_value
 from strom_operator.configmap import build_configmap
 from strom_operator.jobmanager import build_jobmanager_deployment, build_jobmanager_service
 from strom_operator.labels import FlinkJobRef
@@ -17,18 +21,36 @@ from strom_operator.status import Scaling
 from strom_operator.taskmanager import build_taskmanager_deployment, taskmanager_replicas
 
 
+def with_vertex_parallelism(spec: FlinkJobSpec, vertex_parallelism: Mapping[str, int] | None) -> FlinkJobSpec:
+    """The spec whose engine configuration carries the autoscaler's overrides (they win over the user's)."""
+    if not vertex_parallelism:
+        return spec
+    conf = {**spec.flink_configuration, PARALLELISM_OVERRIDES_KEY: parallelism_overrides_value(vertex_parallelism)}
+    return replace(spec, flink_configuration=conf)
+
+
+def slots_needed(spec: FlinkJobSpec, vertex_parallelism: Mapping[str, int] | None = None) -> int:
+    """Slots the job needs: its highest vertex parallelism (slot sharing). The autoscaler sets every
+    vertex, so its overrides alone decide; otherwise spec.job.parallelism."""
+    return max(vertex_parallelism.values()) if vertex_parallelism else spec.job.parallelism
+
+
 def build_job_objects(ref: FlinkJobRef, spec: FlinkJobSpec, *, restore_from: str | None = None,
-                      allow_non_restored_state: bool = False) -> list[dict[str, Any]]:
+                      allow_non_restored_state: bool = False,
+                      vertex_parallelism: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
+    deployed = with_vertex_parallelism(spec, vertex_parallelism)
     return [
-        build_configmap(ref, spec),
+        build_configmap(ref, deployed),
         build_jobmanager_service(ref),
-        build_jobmanager_deployment(ref, spec, restore_from=restore_from,
+        build_jobmanager_deployment(ref, deployed, restore_from=restore_from,
                                     allow_non_restored_state=allow_non_restored_state),
-        build_taskmanager_deployment(ref, spec),
+        build_taskmanager_deployment(ref, deployed, slots=slots_needed(spec, vertex_parallelism)),
     ]
 
 
-def scaling_of(spec: FlinkJobSpec) -> Scaling:
-    """What status.scaling reports for a deployed spec."""
-    tms = taskmanager_replicas(spec.job.parallelism, spec.task_manager.slots)
-    return Scaling(spec.job.parallelism, tms, tms * spec.task_manager.slots)
+def scaling_of(spec: FlinkJobSpec, vertex_parallelism: Mapping[str, int] | None = None,
+               autoscaler: Mapping[str, Any] | None = None) -> Scaling:
+    """What status.scaling reports for a deployed spec; the autoscaler's latest record is carried over."""
+    tms = taskmanager_replicas(slots_needed(spec, vertex_parallelism), spec.task_manager.slots)
+    parallelism = slots_needed(spec, vertex_parallelism)
+    return Scaling(parallelism, tms, tms * spec.task_manager.slots, dict(vertex_parallelism or {}), autoscaler)

@@ -3,7 +3,9 @@
 Thin by design: each handler finds the operator's `Reconciler` in the memo and asks it for a
 pass; the decisions are the pure lifecycle functions'. Creation, spec changes and resumption
 run a pass at once and wake the FlinkJob's daemon; the daemon keeps observing (the job's state,
-savepoints in flight, periodic savepoints, pod problems) at the delay each step asks for. The
+savepoints in flight, periodic savepoints, pod problems) at the delay each step asks for; with
+spec.autoscaler enabled, an `autoscaler` daemon evaluates the job's metrics every metricsInterval
+(reconciler.autoscale). The
 deletion handler holds the finalizer until the deletion steps are done (a final savepoint with
 `savepoints.onDeletion`). Settings come from the environment (see `OperatorConfig`), which the
 `strom-operator` command fills from its flags.
@@ -165,6 +167,37 @@ async def follow(name: str, namespace: str, memo: kopf.Memo, stopped: Any, logge
             woken.cancel()
             halted.cancel()
     ctx.wakeups.pop(f"{namespace}/{name}", None)
+
+
+def _autoscaler_enabled(spec: Mapping[str, Any], **_: Any) -> bool:
+    return bool((spec.get("autoscaler") or {}).get("enabled"))
+
+
+@kopf.daemon(GROUP, VERSION, PLURAL, id="autoscaler", cancellation_timeout=10.0, when=_autoscaler_enabled)
+async def autoscale(name: str, namespace: str, memo: kopf.Memo, stopped: Any, logger: logging.Logger,
+                    **_: Any) -> None:
+    """While spec.autoscaler.enabled: one evaluation per spec.autoscaler.metricsInterval. A rescale
+    it writes wakes the FlinkJob's `follow` daemon, which performs it as an upgrade."""
+    ctx = _context(memo)
+    while not stopped:
+        rescaled = False
+        try:
+            outcome = await _reconciler(memo).autoscale(namespace, name)
+            delay, rescaled = outcome.delay, outcome.rescaled
+        except kopf.TemporaryError:
+            delay = 1.0
+        except Exception:  # noqa: BLE001 - one failed evaluation must not end the daemon
+            logger.exception("autoscaler evaluation of %s/%s failed; retrying", namespace, name)
+            delay = SOON
+        if delay is None:
+            break
+        if rescaled:
+            ctx.wakeup(namespace, name).set()
+        halted = asyncio.ensure_future(stopped.wait())
+        try:
+            await asyncio.wait({halted}, timeout=delay)
+        finally:
+            halted.cancel()
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL)

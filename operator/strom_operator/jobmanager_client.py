@@ -67,6 +67,15 @@ class JobManagerClient(Protocol):
     async def cancel(self, base_url: str, job_id: str) -> None:
         """`PATCH /jobs/:jobid?mode=cancel`."""
 
+    async def job_details(self, base_url: str, job_id: str) -> dict[str, Any]:
+        """`GET /jobs/:jobid`: the job's vertices (id, name, parallelism, maxParallelism)."""
+
+    async def job_plan(self, base_url: str, job_id: str) -> dict[str, Any]:
+        """`GET /jobs/:jobid/plan`: the edges between the job's vertices."""
+
+    async def subtask_metrics(self, base_url: str, path: str) -> list[dict[str, Any]]:
+        """An aggregated subtask metrics query (`autoscaler.metrics_sample.subtask_metrics_path`)."""
+
 
 class RestJobManagerClient:
     """`JobManagerClient` over HTTP. One aiohttp session, opened lazily on the running loop."""
@@ -138,6 +147,16 @@ class RestJobManagerClient:
 
     async def cancel(self, base_url: str, job_id: str) -> None:
         await self._request("PATCH", _url(base_url, f"/jobs/{job_id}"), params={"mode": "cancel"})
+
+    async def job_details(self, base_url: str, job_id: str) -> dict[str, Any]:
+        return dict(await self._request("GET", _url(base_url, f"/jobs/{job_id}")) or {})
+
+    async def job_plan(self, base_url: str, job_id: str) -> dict[str, Any]:
+        return dict(await self._request("GET", _url(base_url, f"/jobs/{job_id}/plan")) or {})
+
+    async def subtask_metrics(self, base_url: str, path: str) -> list[dict[str, Any]]:
+        body = await self._request("GET", _url(base_url, path))
+        return list(body) if isinstance(body, list) else []
 
 
 def parse_savepoint_status(trigger_id: str, body: dict[str, Any]) -> SavepointTrigger:

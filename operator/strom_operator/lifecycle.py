@@ -174,7 +174,8 @@ def _deployed(s: Situation) -> Step:
     rec = status.reconciliation
     if observed.running:
         new = replace(status, lifecycle_state="STABLE", error=None,
-                      reconciliation=replace(rec, last_stable_spec=rec.last_reconciled_spec, reason=None))
+                      reconciliation=replace(rec, last_stable_spec=rec.last_reconciled_spec, reason=None,
+                                             stable_vertex_parallelism=rec.vertex_parallelism))
         new = new.with_condition("Ready", "True", "JobRunning", "the job is RUNNING", now)
         return WriteStatus(new.with_condition("Progressing", "False", "Stable", "the job is RUNNING", now))
     if _changed(s):

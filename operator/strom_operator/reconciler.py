@@ -2,7 +2,8 @@
 
 The decisions are the pure functions' (lifecycle.next_step, deletion.next_deletion_step); this
 module only performs what a step says, with the Kubernetes API, the JobManager REST API and the
-savepoint storage, then writes `step.status` as a merge patch of the status subresource. A pass
+savepoint storage, then writes `step.status` as a merge patch of the status subresource. The
+autoscaler's evaluations (`autoscale`) take the same lock and write their decision the same way. A pass
 repeats that until a step asks to wait; it returns how long. Passes of one FlinkJob never
 overlap (a lock per FlinkJob), whoever calls: a kopf handler, the daemon, the deletion handler.
 Events are posted for what a user wants to see in `kubectl describe`: condition changes (an
@@ -20,17 +21,21 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from strom_operator.autoscaler.scaling import parallelism_overrides_value
+from strom_operator.autoscaler.settings import AutoscalerSettings
+from strom_operator.autoscaling import evaluate_autoscaler
 from strom_operator.batch.batch_reconciler import BatchReconciler, is_batch
-from strom_operator.builders import build_job_objects
+from strom_operator.builders import build_job_objects, scaling_of
 from strom_operator.deletion import next_deletion_step
 from strom_operator.jobmanager_client import JobManagerClient, JobManagerError, JobManagerUnreachable
 from strom_operator.kube_api import KubeApi, KubeApiError
 from strom_operator.labels import FlinkJobRef, jobmanager_name, taskmanager_name
 from strom_operator.lifecycle import next_step
 from strom_operator.metrics import OperatorMetrics
-from strom_operator.observed import SavepointTrigger
+from strom_operator.observed import ObservedJob, SavepointTrigger
 from strom_operator.observer import Observer
 from strom_operator.operator_options import OperatorOptions
+from strom_operator.rescaling import autoscaler_blocked, begin_rescale
 from strom_operator.savepoint_disposal import DisposalError, S3Access, dispose_savepoint
 from strom_operator.spec import FlinkJobSpec
 from strom_operator.status import FlinkJobStatus, status_patch
@@ -47,6 +52,7 @@ from strom_operator.steps import (
     TriggerSavepoint,
     Wait,
 )
+from strom_operator.upgrades import Situation
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +67,14 @@ EventPoster = Callable[[Mapping[str, Any], str, str, str], None]
 
 def _no_events(body: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
     log.info("event %s %s: %s", type_, reason, message)
+
+
+@dataclass(frozen=True, slots=True)
+class AutoscalerPass:
+    """When to evaluate again (None: the FlinkJob is gone) and whether a rescale was just written."""
+
+    delay: float | None
+    rescaled: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +169,49 @@ class Reconciler:
                 if isinstance(step, Wait) or step.requeue_after > 0:
                     await asyncio.sleep(self.settings.delay(step.requeue_after))
 
+    async def autoscale(self, namespace: str, name: str, *, now: datetime | None = None) -> AutoscalerPass:
+        """One autoscaler evaluation (autoscaling.py) when rescaling.autoscaler_blocked allows it; the
+        decision goes to status.scaling.autoscaler and, for a rescale, the upgrade is written too."""
+        async with self._lock(namespace, name):
+            body = await self.kube.get("FlinkJob", namespace, name)
+            if body is None or body["metadata"].get("deletionTimestamp"):
+                return AutoscalerPass(None)
+            status = FlinkJobStatus.from_dict(body.get("status"))
+            try:
+                spec = FlinkJobSpec.from_dict(body.get("spec") or {})
+                interval = AutoscalerSettings.from_spec(spec).metrics_interval_s
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                log.debug("%s/%s: no autoscaling with this spec: %s", namespace, name, e)
+                return AutoscalerPass(self.settings.delay(IDLE))
+            delay = self.settings.delay(interval)
+            blocked = autoscaler_blocked(spec, status)
+            if blocked is not None:
+                log.debug("%s/%s: autoscaler waits: %s", namespace, name, blocked)
+                return AutoscalerPass(delay)
+            ref = FlinkJobRef.from_metadata(body["metadata"])
+            now = now or datetime.now(UTC)
+            js = status.job_status
+            assert js.job_id is not None and js.start_time is not None  # autoscaler_blocked checked
+            outcome = await evaluate_autoscaler(self.kube, self.client, self.metrics.registry, ref=ref, spec=spec,
+                                                base_url=self.observer.endpoints.url(ref), job_id=js.job_id,
+                                                job_start=js.start_time, now=now)
+            decision = outcome.decision
+            if outcome.state_problem:
+                self.post_event(body, "Warning", "AutoscalerStateReset", outcome.state_problem)
+            previous = status.scaling.autoscaler if status.scaling is not None else None
+            if decision.action != "none" or previous is None or previous.get("reason") != decision.reason:
+                self.post_event(body, "Normal", f"Autoscaler{decision.reason}", decision.event_message())
+            rec = status.reconciliation
+            scaling = status.scaling or scaling_of(spec, rec.vertex_parallelism)
+            new = replace(status, scaling=replace(scaling, autoscaler=decision.to_dict()))
+            if decision.rescales:
+                observed = ObservedJob(deployments_exist=True, job_id=js.job_id, job_state="RUNNING",
+                                       start_time=js.start_time)
+                new = begin_rescale(Situation(spec, new, observed, now, name), outcome.state.overrides,
+                                    decision.message).status
+            await self._write_status(body, status, new, now)
+            return AutoscalerPass(delay, rescaled=decision.rescales)
+
     async def _parse_spec(self, body: Mapping[str, Any], status: FlinkJobStatus) -> FlinkJobSpec | None:
         """The typed spec; one that does not even parse is reported like any invalid spec."""
         try:
@@ -173,11 +230,13 @@ class Reconciler:
         """Do what `step` says, then write its status (idempotent: a repeated step does no harm)."""
         if isinstance(step, DeployJob):
             for obj in build_job_objects(ref, step.spec, restore_from=step.restore_from,
-                                         allow_non_restored_state=step.allow_non_restored_state):
+                                         allow_non_restored_state=step.allow_non_restored_state,
+                                         vertex_parallelism=step.vertex_parallelism):
                 await self.kube.apply(obj)
             where = f"from {step.restore_from}" if step.restore_from else "without state"
-            self.post_event(body, "Normal", "Deploying",
-                            f"deploying parallelism {step.spec.job.parallelism} {where}")
+            what = (f"vertex parallelism {parallelism_overrides_value(step.vertex_parallelism)}"
+                    if step.vertex_parallelism else f"parallelism {step.spec.job.parallelism}")
+            self.post_event(body, "Normal", "Deploying", f"deploying {what} {where}")
         elif isinstance(step, DeleteDeployments):
             for deployment in (jobmanager_name(ref), taskmanager_name(ref)):
                 await self.kube.delete("Deployment", ref.namespace, deployment)

@@ -14,7 +14,7 @@ AUTOSCALER_REASONS = ("Disabled", "WaitingForStabilization", "WaitingForMetrics"
 LIFECYCLE_STATES = ("CREATED", "DEPLOYED", "STABLE", "UPGRADING", "SUSPENDED", "FAILED",
                     "ROLLING_BACK", "ROLLED_BACK", "DELETING")
 UPGRADE_STEPS = ("STOP_WITH_SAVEPOINT", "DELETE_DEPLOYMENTS", "DEPLOY", "SAVEPOINT_FAILED")
-SAVEPOINT_KINDS = ("manual", "periodic", "upgrade", "suspend", "deletion")
+SAVEPOINT_KINDS = ("manual", "periodic", "upgrade", "suspend", "deletion", "rescale")
 TIMESTAMP = "RFC 3339 UTC time, e.g. 2024-05-01T12:00:00Z."
 
 
@@ -116,6 +116,10 @@ STATUS: Schema = obj("Observed state of the job, and the operator's record of wh
         "deployedAt": string("When the current deployments were created. " + TIMESTAMP),
         "restorePath": string("Savepoint or checkpoint the next deployment restores from."),
         "reason": string("Why the operator is waiting, rolled back or failed, in words."),
+        "vertexParallelism": _int_map("Parallelism per job vertex id the autoscaler set for the deployment in "
+                                      "progress or deployed (written before the rescale stops the job)."),
+        "stableVertexParallelism": _int_map("The autoscaler's parallelism per job vertex id of the last stable "
+                                            "deployment; rollbacks restore it."),
     }),
     "scaling": obj("Parallelism and slots of the deployed job, and the autoscaler's latest decision.", {
         "parallelism": integer("Parallelism of the deployed job."),

@@ -37,7 +37,7 @@ def _put(d: dict[str, Any], key: str, value: Any) -> None:
 class Savepoint:
     path: str
     timestamp: datetime
-    kind: str  # manual | periodic | upgrade | suspend | deletion
+    kind: str  # manual | periodic | upgrade | suspend | deletion | rescale
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Savepoint:
@@ -121,11 +121,16 @@ class Reconciliation:
     deployed_at: datetime | None = None
     restore_path: str | None = None
     reason: str | None = None
+    # Per job vertex parallelism the autoscaler set (pipeline.jobvertex-parallelism-overrides): of the
+    # deployment in progress or deployed, and of the last stable one (a rollback restores those).
+    vertex_parallelism: Mapping[str, int] = field(default_factory=dict)
+    stable_vertex_parallelism: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Reconciliation:
         return cls(d.get("lastReconciledSpec"), d.get("lastStableSpec"), d.get("upgradeStep"),
-                   _t(d.get("upgradeStartedAt")), _t(d.get("deployedAt")), d.get("restorePath"), d.get("reason"))
+                   _t(d.get("upgradeStartedAt")), _t(d.get("deployedAt")), d.get("restorePath"), d.get("reason"),
+                   dict(d.get("vertexParallelism") or {}), dict(d.get("stableVertexParallelism") or {}))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -138,6 +143,8 @@ class Reconciliation:
         _put(out, "deployedAt", self.deployed_at)
         _put(out, "restorePath", self.restore_path)
         _put(out, "reason", self.reason)
+        _put(out, "vertexParallelism", dict(self.vertex_parallelism) or None)
+        _put(out, "stableVertexParallelism", dict(self.stable_vertex_parallelism) or None)
         return out
 
 

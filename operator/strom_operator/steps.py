@@ -10,7 +10,8 @@ anything is torn down.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from strom_operator.spec import FlinkJobSpec
 from strom_operator.status import FlinkJobStatus
@@ -27,13 +28,15 @@ class WriteStatus:
 
 @dataclass(frozen=True, slots=True)
 class DeployJob:
-    """Apply the ConfigMap, Service and Deployments of `spec` (builders.build_job_objects)."""
+    """Apply the ConfigMap, Service and Deployments of `spec` (builders.build_job_objects), with the
+    autoscaler's per-vertex parallelism if it set any."""
 
     spec: FlinkJobSpec
     restore_from: str | None
     allow_non_restored_state: bool
     status: FlinkJobStatus
     requeue_after: float = SOON
+    vertex_parallelism: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 Each pod runs `strom taskmanager --jobmanager <jobmanager service>:6123` with
 `taskManager.slots` slots, so replicas = ceil(parallelism / slots) gives the job the slots it
-needs (slot sharing: a job needs as many slots as its highest parallelism).
+needs (slot sharing: a job needs as many slots as its highest parallelism; with the autoscaler's
+per-vertex parallelism, the highest of those).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ def taskmanager_replicas(parallelism: int, slots: int) -> int:
     return -(-parallelism // slots)
 
 
-def build_taskmanager_deployment(ref: FlinkJobRef, spec: FlinkJobSpec) -> dict[str, Any]:
+def build_taskmanager_deployment(ref: FlinkJobRef, spec: FlinkJobSpec, *, slots: int | None = None) -> dict[str, Any]:
+    """`slots`: the slots the job needs (default spec.job.parallelism; the autoscaler's overrides may differ)."""
     container = {
         "name": CONTAINER,
         "command": ["strom"],
@@ -44,7 +46,7 @@ def build_taskmanager_deployment(ref: FlinkJobRef, spec: FlinkJobSpec) -> dict[s
         "kind": "Deployment",
         "metadata": object_meta(ref, taskmanager_name(ref), "taskmanager"),
         "spec": {
-            "replicas": taskmanager_replicas(spec.job.parallelism, spec.task_manager.slots),
+            "replicas": taskmanager_replicas(slots or spec.job.parallelism, spec.task_manager.slots),
             # TaskManagers of two spec versions must not serve one job together.
             "strategy": {"type": "Recreate"},
             "selector": {"matchLabels": selector_labels(ref, "taskmanager")},

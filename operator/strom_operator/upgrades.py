@@ -23,7 +23,7 @@ from strom_operator.observed import ObservedJob
 from strom_operator.operator_options import LAST_STATE_FALLBACK, OperatorOptions
 from strom_operator.savepoint_history import clear_pending, format_age, record_completed, with_pending
 from strom_operator.spec import FlinkJobSpec
-from strom_operator.status import FlinkJobStatus, JobStatus, Reconciliation, RestoredFrom
+from strom_operator.status import FlinkJobStatus, JobStatus, Reconciliation, RestoredFrom, Scaling
 from strom_operator.steps import (
     SOON,
     DeleteDeployments,
@@ -71,8 +71,14 @@ def begin_upgrade(s: Situation) -> Step:
     take_savepoint = observed.running and (
         mode == "savepoint" or (suspend and mode == "last-state" and bool(spec.savepoints.dir)))
     reason = "suspending the job" if suspend else "upgrading to the new spec"
+    rec = status.reconciliation
+    before = FlinkJobSpec.from_dict(rec.last_reconciled_spec) if rec.last_reconciled_spec is not None else None
+    # The autoscaler's per-vertex parallelism survives upgrades, unless the user sets a new parallelism.
+    keep = before is not None and (before.job.parallelism, before.job.max_parallelism) == (
+        spec.job.parallelism, spec.job.max_parallelism)
     new = _rec(status, last_reconciled_spec=spec.to_dict(), upgrade_started_at=s.now, restore_path=None,
-               reason=reason, upgrade_step="STOP_WITH_SAVEPOINT" if take_savepoint else "DELETE_DEPLOYMENTS")
+               reason=reason, upgrade_step="STOP_WITH_SAVEPOINT" if take_savepoint else "DELETE_DEPLOYMENTS",
+               vertex_parallelism=rec.vertex_parallelism if keep else {})
     new = replace(new, lifecycle_state="UPGRADING").with_condition("Progressing", "True",
                                                                    "Suspending" if suspend else "Upgrading",
                                                                    reason, s.now)
@@ -142,7 +148,10 @@ def _delete_deployments(s: Situation) -> Step:
     target = target_spec(status)
     if status.lifecycle_state != "ROLLING_BACK" and target.job.state == "suspended":
         new = _rec(status, upgrade_step=None, upgrade_started_at=None, reason="suspended by spec.job.state")
-        new = replace(new, lifecycle_state="SUSPENDED", scaling=None, job_status=replace(
+        # No pods, no slots; the autoscaler's latest record stays for the resumption.
+        kept = status.scaling.autoscaler if status.scaling is not None else None
+        new = replace(new, lifecycle_state="SUSPENDED", scaling=Scaling(0, 0, 0, autoscaler=kept) if kept else None,
+                      job_status=replace(
             status.job_status, job_id=None, state="SUSPENDED"))
         new = new.with_condition("Ready", "False", "Suspended", "the job is suspended", s.now)
         return WriteStatus(new.with_condition("Progressing", "False", "Suspended", "the job is suspended", s.now))
@@ -180,22 +189,36 @@ def choose_restore(s: Situation, target: FlinkJobSpec) -> RestoredFrom:
     return RestoredFrom("none", None, "", "the job never completed a checkpoint or savepoint")
 
 
+def deployed_vertex_parallelism(status: FlinkJobStatus, target: FlinkJobSpec) -> dict[str, int]:
+    """The autoscaler's per-vertex parallelism the deployment gets: the stable deployment's when
+    rolling back; none once the autoscaler is disabled (spec.job.parallelism applies again)."""
+    rec = status.reconciliation
+    if not target.autoscaler.enabled:
+        return {}
+    chosen = rec.stable_vertex_parallelism if status.lifecycle_state == "ROLLING_BACK" else rec.vertex_parallelism
+    return dict(chosen)
+
+
 def _deploy(s: Situation) -> Step:
     status = s.status
     target = target_spec(status)
     rolling_back = status.lifecycle_state == "ROLLING_BACK"
     rec = status.reconciliation
+    vertex_parallelism = deployed_vertex_parallelism(status, target)
     new = replace(
         status,
         lifecycle_state="ROLLED_BACK" if rolling_back else "DEPLOYED",
         reconciliation=Reconciliation(rec.last_reconciled_spec, rec.last_stable_spec, None, None, s.now, None,
-                                      rec.reason if rolling_back else None),
-        scaling=scaling_of(target),
+                                      rec.reason if rolling_back else None, vertex_parallelism,
+                                      rec.stable_vertex_parallelism),
+        # The autoscaler's latest record stays: it explains the parallelism being deployed.
+        scaling=scaling_of(target, vertex_parallelism, status.scaling.autoscaler if status.scaling else None),
         # A new job: the checkpoint pointer belongs to the job that is gone.
         job_status=JobStatus(),
     )
     new = new.with_condition("Progressing", "True", "Deployed", "waiting for the job to reach RUNNING", s.now)
-    return DeployJob(target, rec.restore_path, target.job.allow_non_restored_state, new)
+    return DeployJob(target, rec.restore_path, target.job.allow_non_restored_state, new,
+                     vertex_parallelism=vertex_parallelism)
 
 
 def begin_rollback(s: Situation, why: str) -> Step:
