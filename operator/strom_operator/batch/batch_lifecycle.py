@@ -107,7 +107,7 @@ def _submit(ref: FlinkJobRef, spec: FlinkJobSpec, status: FlinkJobStatus, batch:
     submission = batch.submission + 1
     pod = driver_pod_name(ref, submission)
     new_batch = replace(batch, state=SUBMITTED, driver_pod=pod, submission=submission, attempt=attempt,
-                        submitted_at=now, started_at=None, next_attempt_at=None, executors=None)
+                        submitted_at=now, started_at=None, next_attempt_at=None, executors=0)
     new = _with_batch(status, new_batch, lifecycle="DEPLOYED")
     new = replace(new, reconciliation=replace(new.reconciliation, last_reconciled_spec=spec.to_dict(),
                                               deployed_at=now, reason=None))
