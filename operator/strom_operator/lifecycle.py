@@ -181,8 +181,10 @@ def _deployed(s: Situation) -> Step:
     if _changed(s):
         return begin_upgrade(s)
     opts = s.options
+    # An upgrade of a stable deployment: another spec, or the autoscaler's other per-vertex parallelism.
     is_upgrade = rec.last_stable_spec is not None and rec.last_reconciled_spec is not None and (
-        deployment_relevant(rec.last_stable_spec) != deployment_relevant(rec.last_reconciled_spec))
+        deployment_relevant(rec.last_stable_spec) != deployment_relevant(rec.last_reconciled_spec)
+        or dict(rec.vertex_parallelism) != dict(rec.stable_vertex_parallelism))
     waited = (now - rec.deployed_at).total_seconds() if rec.deployed_at else 0.0
     failed = observed.job_state == "FAILED"
     if failed or waited > opts.readiness_timeout_s:

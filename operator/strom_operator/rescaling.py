@@ -38,8 +38,11 @@ def autoscaler_blocked(spec: FlinkJobSpec, status: FlinkJobStatus) -> str | None
     if rec.last_reconciled_spec is None or needs_upgrade(spec, rec.last_reconciled_spec) or \
             spec.job.state != FlinkJobSpec.from_dict(rec.last_reconciled_spec).job.state:
         return "a spec change waits to be deployed"
-    if status.job_status.state != "RUNNING" or not status.job_status.job_id or status.job_status.start_time is None:
-        return f"the job is {status.job_status.state or 'not reported yet'}"
+    js = status.job_status
+    if js.state != "RUNNING":
+        return f"the job is {js.state or 'not reported yet'}"
+    if not js.job_id or js.start_time is None:
+        return "the JobManager has not reported the job's id and start time yet"
     return None
 
 

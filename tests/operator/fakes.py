@@ -67,6 +67,7 @@ class FakeCluster:
     stop_triggers: list[str] = field(default_factory=list)
     disposed: list[str] = field(default_factory=list)
     deploys: int = 0
+    vertex_parallelism: dict[str, int] = field(default_factory=dict)  # of the latest deployment
 
     def observe(self) -> ObservedJob:
         return ObservedJob(deployments_exist=self.deployed is not None, job_id=self.job_id, job_state=self.job_state,
@@ -78,6 +79,7 @@ class FakeCluster:
         if isinstance(step, DeployJob):
             self.deploys += 1
             self.deployed, self.restored_from = step.spec, step.restore_from
+            self.vertex_parallelism = dict(step.vertex_parallelism)
             self.job_id, self.job_state, self.savepoint = f"job{self.deploys}", self.start_state, None
         elif isinstance(step, DeleteDeployments):
             self.deployed, self.job_state, self.job_id = None, None, None
