@@ -85,10 +85,17 @@ def test_killed_taskmanager_restores_the_latest_checkpoint_exactly(tmp_path):
         assert stats["counts"]["completed"] >= 1
         assert {h["status"] for h in stats["history"]} <= {"COMPLETED", "FAILED", "IN_PROGRESS"}
         assert cluster.get(f"/jobs/{job_id}")["vertices"]  # the job is still described after the failover
-        names = "numberOfCompletedCheckpoints,lastCheckpointDuration,numRestarts"
+        names = (
+            "numberOfCompletedCheckpoints,lastCheckpointDuration,numRestarts,lastCheckpointSize,"
+            "numberOfFailedCheckpoints"
+        )
         metrics = {m["id"]: float(m["value"]) for m in cluster.get(f"/jobs/{job_id}/metrics?get={names}")}
         assert metrics["numberOfCompletedCheckpoints"] == stats["counts"]["completed"]
         assert metrics["lastCheckpointDuration"] == stats["latest"]["completed"]["end_to_end_duration"]
+        # the bytes written: every subtask's state file (keyed sums of 13 keys, source positions) is non-empty
+        assert stats["latest"]["completed"]["state_size"] > 0
+        assert metrics["lastCheckpointSize"] == stats["latest"]["completed"]["state_size"]
+        assert metrics["numberOfFailedCheckpoints"] == stats["counts"]["failed"]
         assert metrics["numRestarts"] >= 1
 
         assert final_sums(tmp_path / "out") == reference(COUNT)

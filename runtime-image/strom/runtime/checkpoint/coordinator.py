@@ -329,7 +329,7 @@ class CheckpointCoordinator:
             self._aborted(cid, f"writing its metadata failed: {e}", pending.savepoint, failure=True)
             return
         if pending.savepoint is not None:
-            self._complete_savepoint(cid, directory, metadata, pending.savepoint)
+            self._complete_savepoint(cid, directory, metadata, pending.savepoint, sum(h.size for h in pending.handles))
             return
         if self._on_completed is not None:
             try:
@@ -341,13 +341,13 @@ class CheckpointCoordinator:
         self.consecutive_failures = 0
         self._last_end = self._clock()
         self.completed_ids.append(cid)
-        self.stats.completed(cid, external_path)
+        self.stats.completed(cid, external_path, sum(h.size for h in pending.handles))
         log.info("completed checkpoint %d of job %s", cid, self.job_id)
         if self._gateway is not None:
             self._gateway.notify_complete(cid)
 
     def _complete_savepoint(
-        self, cid: int, directory: str, metadata: CheckpointMetadata, target: SavepointTarget
+        self, cid: int, directory: str, metadata: CheckpointMetadata, target: SavepointTarget, size: int
     ) -> None:
         try:
             location = finalize_savepoint(self.storage, directory, metadata, target)
@@ -356,7 +356,7 @@ class CheckpointCoordinator:
             return
         # the checkpoint directory was only the staging area of the savepoint's files
         self._delete_directory(cid)
-        self.stats.completed(cid, location)
+        self.stats.completed(cid, location, size)
         log.info("completed savepoint %d of job %s at %s", cid, self.job_id, location)
         # the tasks hear of it before a stop cancels them, so they commit what the savepoint prepared
         if self._gateway is not None:

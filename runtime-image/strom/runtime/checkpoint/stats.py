@@ -28,6 +28,7 @@ class CheckpointStats:
     end_timestamp: int = -1  # completion or failure time
     external_path: str = ""
     failure_message: str = ""
+    state_size: int = 0  # bytes the checkpoint wrote (state files and new shared files)
 
     @property
     def end_to_end_duration(self) -> int:
@@ -89,12 +90,14 @@ class CheckpointStatsTracker:
                     st, num_acknowledged=st.num_acknowledged + 1, latest_ack_timestamp=_now_ms()
                 )
 
-    def completed(self, checkpoint_id: int, external_path: str) -> None:
+    def completed(self, checkpoint_id: int, external_path: str, state_size: int = 0) -> None:
         with self._lock:
             st = self._in_progress.pop(checkpoint_id, None)
             if st is None:
                 return
-            done = replace(st, status="COMPLETED", end_timestamp=_now_ms(), external_path=external_path)
+            done = replace(
+                st, status="COMPLETED", end_timestamp=_now_ms(), external_path=external_path, state_size=state_size
+            )
             self._completed += 1
             self._latest_completed = done
             self._history.appendleft(done)
@@ -134,6 +137,13 @@ class CheckpointStatsTracker:
 
     def completed_count(self) -> int:
         return self._completed
+
+    def failed_count(self) -> int:
+        return self._failed
+
+    def last_size(self) -> int:
+        latest = self._latest_completed
+        return latest.state_size if latest is not None else 0
 
 
 def _now_ms() -> int:

@@ -48,6 +48,7 @@ class OperatorStateHandle:
     key_groups: KeyGroupRange | None  # None: the operator has no keyed state
     path: str
     shared_files: tuple[str, ...] = ()  # files in `<job-id>/shared/` the state references, relative like `path`
+    size: int = 0  # bytes this checkpoint wrote for it: its state file and newly uploaded shared files
 
 
 def state_file_name(operator_uid: str, subtask_index: int) -> str:
@@ -62,12 +63,14 @@ class SharedFileUploader:
     def __init__(self, storage: CheckpointStorage, job_id: str) -> None:
         self.storage = storage
         self.job_id = job_id
+        self.uploaded_bytes = 0
 
     def upload_shared(self, local_path: str) -> str:
         name = f"{uuid.uuid4().hex}-{os.path.basename(local_path)}"
         with open(local_path, "rb") as f:
             data = f.read()
         self.storage.write_bytes(shared_dir(self.job_id) + name, data)
+        self.uploaded_bytes += len(data)
         return f"../{SHARED_STATE_DIR}/{name}"  # relative to `<job-id>/chk-<n>`
 
 
@@ -109,9 +112,11 @@ class AsyncSnapshotWriter:
             handles = []
             for snapshot, max_parallelism, key_groups in items:
                 name = state_file_name(snapshot.operator_uid, snapshot.subtask_index)
+                uploaded_before = uploader.uploaded_bytes
                 serialized = serialize_operator(snapshot, uploader)
                 data = pickle.dumps(serialized, protocol=pickle.HIGHEST_PROTOCOL)
                 self.storage.write_bytes(f"{directory}/{name}", data)
+                size = len(data) + uploader.uploaded_bytes - uploaded_before
                 handles.append(
                     OperatorStateHandle(
                         snapshot.operator_uid,
@@ -121,6 +126,7 @@ class AsyncSnapshotWriter:
                         key_groups if snapshot.keyed is not None else None,
                         name,
                         _shared_files(serialized.keyed),
+                        size,
                     )
                 )
         except Exception as e:  # noqa: BLE001 - any failure declines this checkpoint, never the job

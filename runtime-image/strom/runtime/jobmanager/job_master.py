@@ -132,6 +132,8 @@ class JobMaster:
             num_restarts=lambda: self.num_restarts,
             last_checkpoint_duration_ms=stats.last_duration_ms if stats is not None else None,
             number_of_completed_checkpoints=stats.completed_count if stats is not None else None,
+            last_checkpoint_size=stats.last_size if stats is not None else None,
+            number_of_failed_checkpoints=stats.failed_count if stats is not None else None,
         )
         self._slots: list[SlotRef] = []
         self._reset_subtasks()

@@ -271,7 +271,7 @@ class CheckpointEntry:
     external_path: str | None = None  # completed ones
     failure_timestamp: int = -1  # failed ones
     failure_message: str | None = None
-    state_size: int = 0  # bytes; Strom does not measure snapshot sizes yet, so 0 as Flink shows before any
+    state_size: int = 0  # bytes the checkpoint wrote: state files and newly uploaded shared (incremental) files
     is_savepoint: bool = False
 
 

@@ -214,6 +214,8 @@ class DispatcherView:
             "numRestarts": float(job.num_restarts),
             "lastCheckpointDuration": float(stats.last_duration_ms()) if stats is not None else 0.0,
             "numberOfCompletedCheckpoints": float(stats.completed_count()) if stats is not None else 0.0,
+            "numberOfFailedCheckpoints": float(stats.failed_count()) if stats is not None else 0.0,
+            "lastCheckpointSize": float(stats.last_size()) if stats is not None else 0.0,
         }
 
     def taskmanagers(self) -> list[TaskManagerInfo]:
@@ -274,6 +276,7 @@ def _checkpoint_entry(c: CheckpointStats | None) -> CheckpointEntry | None:
         external_path=c.external_path or None,
         failure_timestamp=c.end_timestamp if c.status == "FAILED" else -1,
         failure_message=c.failure_message or None,
+        state_size=c.state_size,
     )
 
 

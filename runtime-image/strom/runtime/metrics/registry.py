@@ -60,8 +60,15 @@ class _RegisteredSubtask:
     __slots__ = ("job_id", "job_name", "vertex_id", "task_name", "subtask_index", "attempt", "metrics", "group")
 
     def __init__(
-        self, job_id: str, job_name: str, vertex_id: str, task_name: str, subtask_index: int, attempt: int,
-        metrics: TaskMetrics, group: MetricGroup | None,
+        self,
+        job_id: str,
+        job_name: str,
+        vertex_id: str,
+        task_name: str,
+        subtask_index: int,
+        attempt: int,
+        metrics: TaskMetrics,
+        group: MetricGroup | None,
     ) -> None:
         self.job_id = job_id
         self.job_name = job_name
@@ -160,6 +167,8 @@ class MetricRegistry:
         num_restarts: Callable[[], int],
         last_checkpoint_duration_ms: Callable[[], float] | None = None,
         number_of_completed_checkpoints: Callable[[], int] | None = None,
+        last_checkpoint_size: Callable[[], int] | None = None,
+        number_of_failed_checkpoints: Callable[[], int] | None = None,
     ) -> None:
         """Flink's job gauges on the JobManager. Uptime follows Flink: ms since the job started
         running, -1 once it reached a terminal state. Checkpoint figures are 0 until given."""
@@ -168,6 +177,8 @@ class MetricRegistry:
             "numRestarts": num_restarts,
             "lastCheckpointDuration": last_checkpoint_duration_ms or (lambda: 0),
             "numberOfCompletedCheckpoints": number_of_completed_checkpoints or (lambda: 0),
+            "lastCheckpointSize": last_checkpoint_size or (lambda: 0),
+            "numberOfFailedCheckpoints": number_of_failed_checkpoints or (lambda: 0),
         }
         with self._lock:
             self._jobs[job_id] = (job_name, gauges)
