@@ -73,3 +73,62 @@ def test_applied_flinkjob_starts_jobmanager_and_taskmanagers_and_reports_running
     assert_exactly_once(platform, name, out, total_records(phases))
     platform.delete("FlinkJob", name)
     platform.wait_gone(name)
+
+
+def test_suspend_takes_a_savepoint_and_removes_the_pods_and_resume_continues_from_it(platform: Platform):
+    """Scenario 3: `state: suspended` -> savepoint into S3, no pods, SUSPENDED; `running` -> restored from it."""
+    name = "e2e-suspend"
+    out = output_dir(platform, name)
+    phases = [(2500, 250.0)]
+    platform.create(keyed_counts_flinkjob(platform, name, out, phases=phases, parallelism=2, slots=2))
+    platform.wait_running(name)
+    platform.wait(name, lambda: indexes_written(out) >= 300, timeout=60, what="output under way")
+
+    platform.patch_spec(name, {"job": {"state": "suspended"}})
+    status = platform.wait_lifecycle(name, "SUSPENDED", timeout=90)
+    assert status["jobStatus"]["state"] == "SUSPENDED"
+    savepoint = status["savepoints"]["last"]
+    assert savepoint["kind"] == "suspend"
+    prefix = savepoint["path"].removeprefix(f"s3://{platform.s3.bucket}/").rstrip("/")
+    assert f"{prefix}/_metadata" in platform.s3_keys(prefix + "/")
+    conditions = platform.conditions(name)
+    assert (conditions["Ready"]["status"], conditions["Ready"]["reason"]) == ("False", "Suspended")
+    platform.wait(name, lambda: not [o for o in platform.owned_objects(name) if o[0] in ("Deployment", "Pod")],
+                  timeout=30, what="no Deployments and no pods while suspended")
+    suspended_at = indexes_written(out)
+    assert 0 < suspended_at < total_records(phases)
+
+    platform.patch_spec(name, {"job": {"state": "running"}})
+    status = platform.wait_running(name)
+    assert status["restoredFrom"]["kind"] == "savepoint" and status["restoredFrom"]["path"] == savepoint["path"]
+    assert_exactly_once(platform, name, out, total_records(phases))
+    platform.delete("FlinkJob", name)
+    platform.wait_gone(name)
+
+
+def test_deleting_a_flinkjob_removes_everything_it_owns_after_a_final_savepoint(platform: Platform):
+    """Scenario 7: with `savepoints.onDeletion: true` the job stops with a savepoint, then everything goes."""
+    name = "e2e-delete"
+    out = output_dir(platform, name)
+    platform.create(keyed_counts_flinkjob(platform, name, out, phases=[(5000, 250.0)], parallelism=2, slots=2,
+                                          savepoints={"onDeletion": True}))
+    platform.wait_running(name)
+    platform.wait(name, lambda: indexes_written(out) >= 300, timeout=60, what="output under way")
+    assert {kind for kind, _ in platform.owned_objects(name)} == {"Deployment", "Pod", "Service", "ConfigMap"}
+
+    platform.delete("FlinkJob", name)
+    platform.wait_gone(name, timeout=90)
+    deleted = [e["message"] for e in platform.events(name) if e.get("reason") == "Deleted"]
+    assert deleted and deleted[-1].startswith("deleted after savepoint s3://"), deleted
+    path = deleted[-1].removeprefix("deleted after savepoint ")
+    prefix = path.removeprefix(f"s3://{platform.s3.bucket}/").rstrip("/")
+    assert prefix.startswith(f"{name}/savepoints/")
+    assert f"{prefix}/_metadata" in platform.s3_keys(prefix + "/"), "the final savepoint is not in S3"
+    if platform.kubelet is not None:  # no process of the job is left
+        assert not platform.kubelet.pids_of(f"{name}-jobmanager") and not platform.kubelet.pids_of(
+            f"{name}-taskmanager")
+    # the output is an exact prefix of the reference: the records before the savepoint, each once
+    lines = read_output(out)
+    n = max(i for _, _, i, _ in lines) + 1
+    report = exactly_once_report(lines, n, KEYS)
+    assert report == "", report
