@@ -219,3 +219,17 @@ def test_executor_launcher_as_a_script_refuses_a_start_without_spark_settings():
     proc = subprocess.run([sys.executable, executor_launcher.__file__, "executor"], env=env, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 1 and "missing environment: SPARK_DRIVER_URL" in proc.stderr
+
+
+def test_example_batch_manifest_validates_against_the_crd_and_the_batch_rules():
+    import jsonschema
+    from strom_operator.crd import openapi_schema
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "examples", "k8s", "flinkjob-batch.yaml"), encoding="utf-8") as f:
+        manifest = yaml.safe_load(f)
+    assert list(jsonschema.Draft7Validator(openapi_schema()).iter_errors(manifest)) == []
+    parsed = FlinkJobSpec.from_dict(manifest["spec"])
+    assert parsed.mode == "batch" and parsed.restart_policy.type == "OnFailure"
+    assert validate_batch_spec(parsed) is None
+    assert os.path.isfile(os.path.join(root, parsed.job.entry.removeprefix("/opt/strom/")))
