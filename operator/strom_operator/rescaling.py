@@ -27,6 +27,8 @@ def autoscaler_blocked(spec: FlinkJobSpec, status: FlinkJobStatus) -> str | None
     rec = status.reconciliation
     if not spec.autoscaler.enabled:
         return "spec.autoscaler.enabled is false"
+    if spec.mode != "streaming":
+        return f"spec.mode is {spec.mode}: the autoscaler scales streaming jobs"
     if status.lifecycle_state != "STABLE":
         return f"the lifecycle state is {status.lifecycle_state or 'not set yet'}, not STABLE"
     if rec.upgrade_step is not None:

@@ -114,6 +114,7 @@ def test_the_autoscaler_evaluates_only_a_stable_running_job_of_the_reconciled_sp
     status = replace(status, job_status=replace(status.job_status, start_time=later(1)))
     assert autoscaler_blocked(spec, status) is None
     assert "enabled is false" in autoscaler_blocked(make_spec(taskManager__slots=2), status)
+    assert "streaming" in autoscaler_blocked(replace(spec, mode="batch"), status)
     assert "UPGRADING" in autoscaler_blocked(spec, replace(status, lifecycle_state="UPGRADING"))
     changed = make_spec(autoscaler__enabled=True, taskManager__slots=2, image="strom/runtime:2")
     assert "spec change" in autoscaler_blocked(changed, status)
