@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from operator import itemgetter
 
 from strom.common.time import MAX_WATERMARK
 
@@ -26,12 +27,23 @@ class Window(ABC):
         """The largest timestamp that still belongs to this window."""
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class TimeWindow(Window):
-    """The interval `[start, end)` in milliseconds. Ordered by start, then end (as Flink)."""
+class TimeWindow(tuple, Window):
+    """The interval `[start, end)` in milliseconds. Ordered by start, then end (as Flink).
 
-    start: int
-    end: int
+    A tuple `(start, end)` underneath: windows are created, hashed and compared per record in
+    window operators (state and timer namespaces), and tuple's C implementations of those are
+    several times faster than a frozen dataclass's."""
+
+    __slots__ = ()
+
+    def __new__(cls, start: int, end: int) -> TimeWindow:
+        return tuple.__new__(cls, (start, end))
+
+    def __getnewargs__(self) -> tuple[int, int]:  # type: ignore[override]
+        return (self[0], self[1])
+
+    start = property(itemgetter(0), doc="First timestamp in the window.")
+    end = property(itemgetter(1), doc="First timestamp after the window.")
 
     def max_timestamp(self) -> int:
         return self.end - 1
