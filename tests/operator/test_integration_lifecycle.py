@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.engine.s3_server import S3Server
 from tests.operator.operator_harness import Cluster, RunningOperator, wait_until
 from tests.operator.running_jobs import (
@@ -38,6 +40,7 @@ def _delete(k8s: Cluster, name: str, details: Any) -> None:
     wait_until(lambda: k8s.get("FlinkJob", name) is None, timeout=30, what="the FlinkJob deleted", details=details)
 
 
+@pytest.mark.timeout(300)
 def test_suspend_takes_a_savepoint_and_removes_the_pods_and_resume_continues_the_sums_from_it(
         k8s: Cluster, operator: RunningOperator, kubelet: Any, s3_server: S3Server, tmp_path: Path):
     name, count = "suspended", 9000
@@ -72,6 +75,7 @@ def test_suspend_takes_a_savepoint_and_removes_the_pods_and_resume_continues_the
     _delete(k8s, name, details)
 
 
+@pytest.mark.timeout(300)  # a loaded machine slows every savepoint down
 def test_invalid_spec_keeps_the_last_valid_one_running_and_pruned_savepoints_leave_s3(
         k8s: Cluster, operator: RunningOperator, kubelet: Any, s3_server: S3Server, tmp_path: Path):
     name = "pruned"
@@ -81,6 +85,13 @@ def test_invalid_spec_keeps_the_last_valid_one_running_and_pruned_savepoints_lea
     k8s.call(lambda k: k.create(flinkjob(name, k8s.namespace, job_file, tmp_path / "out", s3_server,
                                          savepoints={"periodicInterval": "1 s", "maxHistory": 1})))
     details = _details(k8s, name, operator, kubelet)
+    try:
+        _invalid_spec_and_pruning(k8s, name, s3_server, details)
+    finally:  # an endless job left behind would slow every later test down
+        _delete(k8s, name, details)
+
+
+def _invalid_spec_and_pruning(k8s: Cluster, name: str, s3_server: S3Server, details: Any) -> None:
     wait_until(lambda: lifecycle(k8s, name) == "STABLE", timeout=60, what="the job RUNNING", details=details)
     job_id = k8s.status(name)["jobStatus"]["jobId"]
     deployments = {d: k8s.get("Deployment", f"{name}-{d}") for d in ("jobmanager", "taskmanager")}
@@ -116,4 +127,3 @@ def test_invalid_spec_keeps_the_last_valid_one_running_and_pruned_savepoints_lea
         assert f"{prefix}_metadata" in s3_objects(s3_server, prefix)
     disposals = [e["message"] for e in k8s.events(name) if e.get("reason") == "SavepointDisposed"]
     assert any(p in m for p in disposed for m in disposals)
-    _delete(k8s, name, details)

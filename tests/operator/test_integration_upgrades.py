@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.engine.s3_server import S3Server
 from tests.operator.operator_harness import Cluster, RunningOperator, wait_until
 from tests.operator.running_jobs import (
@@ -35,6 +37,7 @@ def _details(k8s: Cluster, name: str, operator: RunningOperator, kubelet: Any) -
     return lambda: f"{k8s.status(name)}\n{operator.log()}\n{kubelet.logs()}"
 
 
+@pytest.mark.timeout(300)  # a loaded machine slows every process start and savepoint down
 def test_savepoint_upgrade_lands_in_s3_and_the_new_job_continues_the_keyed_sums(
         k8s: Cluster, operator: RunningOperator, kubelet: Any, s3_server: S3Server, tmp_path: Path):
     name = "upgraded"
@@ -73,6 +76,7 @@ def test_savepoint_upgrade_lands_in_s3_and_the_new_job_continues_the_keyed_sums(
     wait_until(lambda: k8s.get("FlinkJob", name) is None, timeout=30, what="the FlinkJob deleted", details=details)
 
 
+@pytest.mark.timeout(300)
 def test_upgrade_whose_job_never_runs_is_rolled_back_to_the_last_stable_spec_from_the_upgrade_savepoint(
         k8s: Cluster, operator: RunningOperator, kubelet: Any, s3_server: S3Server, tmp_path: Path):
     name = "rollback"
