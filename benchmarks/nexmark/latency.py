@@ -2,8 +2,9 @@
 
     python -m benchmarks.nexmark.latency [--seconds 30] [--timeouts 0,10,100] [--speedup 40]
 
-First each query runs unthrottled to measure its capacity (events/s); then, at half that rate, once per
-buffer timeout, with a sink that records each output's latency:
+First each query runs unthrottled once per buffer timeout to measure its capacity (events/s); then, at half
+the capacity under the default timeout (100 ms), once per buffer timeout, with a sink that records each
+output's latency (a timeout whose own capacity is below that rate is overloaded: its latency keeps growing):
 * an event's creation time is when the paced source was due to emit it: pacing starts at a recorded
   wall-clock instant and event n is due n / rate seconds later, and n follows from the event time (the
   generator spaces event times evenly). Counting from the schedule, not from when the source got round to
@@ -33,9 +34,10 @@ from strom.connectors.nexmark.source import WATERMARK_DELAY_MS
 from strom.datastream import SinkFunction, StreamExecutionEnvironment
 
 from benchmarks.nexmark.queries import QUERIES as QUERIES_BY_NAME
-from benchmarks.nexmark.runner import run_timed
+from benchmarks.nexmark.runner import CountingSink
 
 QUERIES = ("q2", "q7")
+DEFAULT_TIMEOUT_MS = 100  # execution.buffer-timeout's default: the capacity the input rate is half of
 
 
 class PaceClock:
@@ -106,18 +108,31 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[int(rank) - 1]
 
 
-def measure(query: str, config: NexmarkConfig, timeout_ms: int) -> tuple[list[float], int]:
-    """One paced run with the given buffer timeout: latencies (ms) and the number of output rows."""
+def run_job(query: str, source: NexmarkSource, sink: SinkFunction, timeout_ms: int) -> float:
+    """Runs the query from `source` into `sink` with the given buffer timeout; returns the wall seconds."""
     from strom.datastream.executors import load_executor
 
-    PaceClock.started = None
-    LatencySink.arrivals = []
     env = StreamExecutionEnvironment.get_execution_environment(
         Configuration({"execution.buffer-timeout": timeout_ms}))
     env.set_parallelism(1)
-    events = env.from_source(PacedNexmarkSource(config), NexmarkSource.watermark_strategy(), "Nexmark Source")
-    QUERIES_BY_NAME[query](events).add_sink(LatencySink()).name("latency-sink")
-    load_executor().start_job(env.get_stream_graph(f"nexmark-{query}-latency")).wait()
+    events = env.from_source(source, NexmarkSource.watermark_strategy(), "Nexmark Source")
+    QUERIES_BY_NAME[query](events).add_sink(sink).name("sink")
+    graph = env.get_stream_graph(f"nexmark-{query}-latency")
+    start = time.perf_counter()
+    load_executor().start_job(graph).wait()
+    return time.perf_counter() - start
+
+
+def capacity(query: str, events: int, timeout_ms: int) -> float:
+    """Unthrottled events/s of the query with this buffer timeout."""
+    return events / run_job(query, NexmarkSource(NexmarkConfig(events=events)), CountingSink(), timeout_ms)
+
+
+def measure(query: str, config: NexmarkConfig, timeout_ms: int) -> tuple[list[float], int]:
+    """One paced run with the given buffer timeout: latencies (ms) and the number of output rows."""
+    PaceClock.started = None
+    LatencySink.arrivals = []
+    run_job(query, PacedNexmarkSource(config), LatencySink(), timeout_ms)
     assert PaceClock.started is not None, "the paced source never polled"
     schedule = Schedule(PaceClock.started, config.base_time, config.event_rate or config.rate, config.rate)
     last_event_time = config.timestamp_for_event(config.events - 1)
@@ -135,22 +150,23 @@ def main(argv: list[str] | None = None) -> None:
     timeouts = [int(t) for t in args.timeouts.split(",")]
     rows = []
     for query in args.queries.split(","):
-        run_timed(query, NexmarkConfig(events=20_000), parallelism=1)  # warm-up: string pools, imports
-        capacity = run_timed(query, NexmarkConfig(events=args.capacity_events), parallelism=1).events_per_second
-        rate = capacity / 2
+        capacity(query, 20_000, DEFAULT_TIMEOUT_MS)  # warm-up: the generator's string pools, imports
+        capacities = {t: capacity(query, args.capacity_events, t) for t in {*timeouts, DEFAULT_TIMEOUT_MS}}
+        rate = capacities[DEFAULT_TIMEOUT_MS] / 2
         config = NexmarkConfig(events=int(rate * args.seconds), rate=rate, event_rate=rate / args.speedup)
         for timeout in timeouts:
             lat, outputs = measure(query, config, timeout)
-            rows.append((query, capacity, rate, timeout, outputs, lat))
+            rows.append((query, capacities[timeout], rate, timeout, outputs, lat))
             print(f"  {query} buffer-timeout {timeout} ms: {len(lat)} samples", flush=True)
-    print(f"Strom in-process engine, parallelism 1, input at half the measured capacity for {args.seconds:g} s, "
-          f"event time x{args.speedup:g}")
-    print(f"{'query':<6}{'capacity ev/s':>15}{'rate ev/s':>12}{'buffer-timeout':>16}{'rows':>8}{'samples':>9}"
-          f"{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}")
-    for query, capacity, rate, timeout, outputs, lat in rows:
+    print(f"Strom in-process engine, parallelism 1, input for {args.seconds:g} s at half the capacity with the "
+          f"default buffer timeout, event time x{args.speedup:g}; capacity: unthrottled, with that row's timeout")
+    print(f"{'query':<6}{'buffer-timeout':>15}{'capacity ev/s':>15}{'rate ev/s':>12}{'rows':>8}{'samples':>9}"
+          f"{'p50 ms':>10}{'p99 ms':>10}{'max ms':>10}")
+    for query, cap, rate, timeout, outputs, lat in rows:
         p50, p99, top = (percentile(lat, 50), percentile(lat, 99), max(lat)) if lat else (float("nan"),) * 3
-        print(f"{query:<6}{capacity:>15,.0f}{rate:>12,.0f}{f'{timeout} ms':>16}{outputs:>8,}{len(lat):>9,}"
-              f"{p50:>9.1f}{p99:>9.1f}{top:>9.1f}")
+        note = "  overloaded" if rate > cap else ""
+        print(f"{query:<6}{f'{timeout} ms':>15}{cap:>15,.0f}{rate:>12,.0f}{outputs:>8,}{len(lat):>9,}"
+              f"{p50:>10.1f}{p99:>10.1f}{top:>10.1f}{note}")
 
 
 if __name__ == "__main__":
