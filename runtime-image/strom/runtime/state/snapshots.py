@@ -150,11 +150,14 @@ def key_groups_of(snapshot: KeyedStateSnapshot) -> dict[int, KeyGroupState]:
 
 def key_group_blob(state: KeyGroupState) -> bytes:
     """The canonical bytes of one key group, whichever backend the state comes from."""
-    # cloudpickle, because values may be instances of classes defined in the user's job script
-    return cloudpickle.dumps(
-        (KEY_GROUP_FORMAT, state.entries, state.event_timers, state.processing_timers),
-        protocol=pickle.HIGHEST_PROTOCOL,
-    )
+    doc = (KEY_GROUP_FORMAT, state.entries, state.event_timers, state.processing_timers)
+    # C pickle first (several times faster than cloudpickle's Python-level pickler); cloudpickle when
+    # values are instances of classes defined in the user's job script (by value, readable elsewhere)
+    try:
+        data = pickle.dumps(doc, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return cloudpickle.dumps(doc, protocol=pickle.HIGHEST_PROTOCOL)
+    return cloudpickle.dumps(doc, protocol=pickle.HIGHEST_PROTOCOL) if b"__main__" in data else data
 
 
 def serialize_key_groups(snapshot: KeyedStateSnapshot) -> dict[int, bytes]:
