@@ -89,7 +89,14 @@ class PhasedReader:
         self._next = int(position)
 
     def pending_records(self) -> int | None:
-        return max(0, self._bounds[-1][0] - self._next) if self._bounds else 0
+        """The backlog: records of the current phase that are due by now and not yet emitted (a source
+        held back by back pressure falls behind its rate). Read from another thread: an estimate."""
+        phase, nxt = self._phase, self._next
+        if phase < 0 or phase >= len(self._bounds):
+            return 0
+        end, rate = self._bounds[phase]
+        due = self._phase_start_index + int((time.monotonic() - self._phase_start_time) * rate)
+        return max(0, min(end, due) - nxt)
 
     def cancel(self) -> None:
         self._cancelled.set()

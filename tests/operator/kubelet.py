@@ -185,18 +185,17 @@ class ProcessKubelet:
         # whose pods vanished (which would start a replacement pod from the deleted template).
         pod_names = {p["metadata"]["name"] for p in await kube.list("Pod", self.namespace)}
         deployments = {d["metadata"]["name"]: d for d in await kube.list("Deployment", self.namespace)}
-        for name in [n for n in self.realized if n not in deployments]:
-            await self._remove_deployment(kube, name)
+        # Deleted Deployments, and replaced ones (Recreate: old pods gone before new ones start), all
+        # terminated together: an upgrade replaces the JobManager and the TaskManagers at once.
+        stale = [n for n, r in self.realized.items() if n not in deployments or r.uid != deployments[n]["metadata"][
+            "uid"] or r.fingerprint != _fingerprint(deployments[n])]
+        await self._remove_deployments(kube, stale)
         await self._forget_services(kube)
         for d in deployments.values():
             name = d["metadata"]["name"]
-            fingerprint = _fingerprint(d)
             current = self.realized.get(name)
-            if current is not None and (current.uid != d["metadata"]["uid"] or current.fingerprint != fingerprint):
-                await self._remove_deployment(kube, name)  # Recreate: old pods gone before new ones start
-                current = None
             if current is None:
-                current = Realized(d["metadata"]["uid"], fingerprint, _component(d))
+                current = Realized(d["metadata"]["uid"], _fingerprint(d), _component(d))
                 with self._lock:
                     self.realized[name] = current
             await self._scale(kube, d, current, pod_names)
@@ -401,11 +400,13 @@ class ProcessKubelet:
 
     # -- removal ---------------------------------------------------------------------------------
 
-    async def _remove_deployment(self, kube: KubeApi, name: str) -> None:
+    async def _remove_deployments(self, kube: KubeApi, names: list[str]) -> None:
+        if not names:
+            return
         with self._lock:
-            realized = self.realized.pop(name)
-        _terminate(realized.pods)
-        for pod in realized.pods:
+            pods = [pod for name in names for pod in self.realized.pop(name).pods]
+        _terminate(pods)
+        for pod in pods:
             await self._delete_pod(kube, pod.name)
 
     async def _delete_pod(self, kube: KubeApi, name: str) -> None:
