@@ -31,6 +31,10 @@ class TimestampAssigner:
     def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
         raise TypeError(f"{type(self).__name__} must implement extract_timestamp(value, record_timestamp)")
 
+    def extractor(self) -> Callable[[Any, int], int]:
+        """The per-record call `(value, record_timestamp) -> timestamp` sources make."""
+        return self.extract_timestamp
+
 
 class WatermarkOutput(Protocol):
     def emit_watermark(self, watermark: Watermark) -> None: ...
@@ -90,6 +94,9 @@ class _CallableAssigner(TimestampAssigner):
 
     def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
         return self.fn(value, record_timestamp)
+
+    def extractor(self) -> Callable[[Any, int], int]:
+        return self.fn  # the user's function itself: one call per record, not two
 
 
 class WatermarkStrategy:

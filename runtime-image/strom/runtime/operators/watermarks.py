@@ -27,7 +27,7 @@ class WatermarkEmitter:
         self.output = output
         self.pts = processing_time_service
         assigner = strategy.timestamp_assigner
-        self.extract = assigner.extract_timestamp if assigner is not None else None
+        self.extract = assigner.extractor() if assigner is not None else None
         self.generator = strategy.create_watermark_generator()
         self.batched = type(self.generator) in (BoundedOutOfOrdernessWatermarks, AscendingTimestampsWatermarks)
         self.no_watermarks = type(self.generator) is NoWatermarksGenerator
