@@ -24,18 +24,21 @@ from e2e.platform import E2EConfig, Platform, wait_until
 pytestmark = pytest.mark.timeout(600)
 
 KEYS = 16
-COST_MS = 10.0
-LOW, HIGH = 15.0, 140.0
+COST_MS = 10.0  # one subtask: about 100 records/s
+# HIGH is three times what one subtask processes: the source falls behind at once and its backlog
+# (pendingRecords, read as it is) grows. The engine's per-second rates are 60 s meters (Flink's
+# MeterView span), so a HIGH that only slightly exceeded the capacity would show up a minute late.
+LOW, HIGH = 15.0, 300.0
 SOAK = E2EConfig.from_env().soak
 if SOAK:
-    PHASES = [(int(LOW * 60), LOW), (int(HIGH * 120), HIGH), (int(LOW * 240), LOW)]
+    PHASES = [(int(LOW * 60), LOW), (int(HIGH * 60), HIGH), (int(LOW * 1800), LOW)]
     AUTOSCALER = {"metricsInterval": "5 s", "metricsWindow": "30 s", "stabilization": "30 s",
                   "scaleDownDelay": "60 s"}
 else:
     # LOW long enough for the stabilization and a window; HIGH long enough to be measured and acted on;
     # the last LOW lasts longer than the test waits (an idle source gives the autoscaler nothing to
     # measure, so the scale-down must come while records still flow): the output is checked as a prefix.
-    PHASES = [(int(LOW * 20), LOW), (int(HIGH * 25), HIGH), (int(LOW * 900), LOW)]
+    PHASES = [(int(LOW * 20), LOW), (int(HIGH * 15), HIGH), (int(LOW * 900), LOW)]
     AUTOSCALER = {"metricsInterval": "2 s", "metricsWindow": "10 s", "stabilization": "10 s",
                   "scaleDownDelay": "20 s"}
 BUDGET = 2
@@ -86,6 +89,8 @@ def _vertices(decision: dict[str, Any]) -> str:
         figures = f"in {rate:.0f}/s" if rate is not None else "in ?"
         if util is not None:
             figures += f" util {util:.2f}"
+        if v.get("backlog") is not None:
+            figures += f" backlog {v['backlog']:.0f}"
         parts.append(f"[{v['name'][:18]} p={v['parallelism']}->{v['recommendedParallelism']} {figures}]")
     return " ".join(parts)
 
