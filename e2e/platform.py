@@ -213,6 +213,8 @@ class Platform:
         return self.call(lambda k: k.list(kind, self.namespace, labels=labels or None))
 
     def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """Create `obj` in the platform's namespace unless it names its own."""
+        obj = {**obj, "metadata": {"namespace": self.namespace, **obj["metadata"]}}
         return self.call(lambda k: k.create(obj))
 
     def patch_spec(self, name: str, spec: Mapping[str, Any]) -> dict[str, Any]:

@@ -25,9 +25,9 @@ pytestmark = pytest.mark.timeout(600)
 
 KEYS = 16
 COST_MS = 10.0  # one subtask: about 100 records/s
-# HIGH is three times what one subtask processes: the source falls behind at once and its backlog
-# (pendingRecords, read as it is) grows. The engine's per-second rates are 60 s meters (Flink's
-# MeterView span), so a HIGH that only slightly exceeded the capacity would show up a minute late.
+# HIGH is three times what one subtask processes: with small network buffers (below) the source is
+# back-pressured at once and its backlog (pendingRecords, read as it is) grows. The engine's
+# per-second rates are 60 s meters (Flink's MeterView span), so rates alone show a step a minute late.
 LOW, HIGH = 15.0, 300.0
 SOAK = E2EConfig.from_env().soak
 if SOAK:
@@ -109,7 +109,12 @@ def test_load_step_scales_the_keyed_vertex_up_then_down_within_the_budget_exactl
         platform, name, out, phases=PHASES, parallelism=1, slots=1, keys=KEYS, cost_ms=COST_MS,
         autoscaler={"enabled": True, "mode": "scale", "targetUtilization": 0.6, "utilizationBoundary": 0.3,
                     "catchUpDuration": "30 s", "minParallelism": 1, "maxParallelism": 2,
-                    "maxRescalesPerHour": BUDGET, **AUTOSCALER}))
+                    "maxRescalesPerHour": BUDGET, **AUTOSCALER},
+        # small network buffers: back pressure reaches the source after a few dozen records instead of
+        # ~10,000 (1024-record buffers, 2 + 8 credits), so HIGH shows as the source's backlog at once
+        # and a savepoint's barrier does not queue behind thousands of records
+        flinkConfiguration={"strom.network.buffer-records": "16",
+                            "taskmanager.network.memory.floating-buffers-per-gate": "2"}))
     timeline = Timeline()
     deadline = time.monotonic() + (1500 if SOAK else 420)
 
