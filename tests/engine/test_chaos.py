@@ -28,8 +28,8 @@ from tests.engine.cluster_testing import SessionCluster, wait_until
 from tests.engine.s3_server import s3_server_fixture  # noqa: F401  (registers `s3_server`)
 from tests.engine.test_cluster import submit
 
-COUNT = 24_000
-RATE = 1_500.0  # events/s: ~16 s of input, so that five failures and recoveries happen while it runs
+COUNT = 30_000
+RATE = 1_000.0  # events/s: ~30 s of input, so that five failures and recoveries happen while it runs
 KEYS = 7
 WINDOW_MS = 1_000
 KILLS = 5

@@ -102,3 +102,39 @@ def test_a_killed_jobmanager_is_replaced_and_the_job_continues_from_its_checkpoi
         wait_until(lambda: not (ha_dir / "default" / "jobs" / job_id).exists(), what="the job's HA data removed")
     finally:
         cluster.close()
+
+
+def test_stop_with_savepoint_completes_after_the_tasks_committed_their_output(tmp_path):
+    """A client that tears the cluster down the moment a stop-with-savepoint completed (the Kubernetes
+    operator deleting a FlinkJob) finds every record before the savepoint published: the operation
+    completes only once the tasks heard of the savepoint and committed its pending files."""
+    from tests.engine.test_savepoints import post, savepoint_location
+
+    cluster = SessionCluster(taskmanagers=2, slots=2)
+    try:
+        path, out = counting_job(tmp_path)
+        job_id = submit(cluster, path)
+        wait_until(
+            lambda: cluster.get(f"/jobs/{job_id}/checkpoints")["counts"]["completed"] >= 1,
+            timeout=60,
+            what="a completed checkpoint",
+        )
+        status, answer = post(cluster, f"/jobs/{job_id}/stop", {"targetDirectory": str(tmp_path / "sp")})
+        assert status == 202, answer
+        savepoint_location(cluster, job_id, answer["request-id"])
+        assert cluster.job_state(job_id) == "FINISHED"
+        # tear everything down at once, as a client deleting the deployment would
+        cluster.kill_jobmanager()
+        for tm in cluster.tms:
+            cluster.kill_taskmanager(tm)
+    finally:
+        cluster.close()
+    published = published_counts(out)
+    assert published, "nothing was published before the stop"
+    by_key: dict[str, list[int]] = {}
+    for line in published:
+        key, n = line.split()
+        by_key.setdefault(key, []).append(int(n))
+    for key, counts in by_key.items():
+        # a contiguous prefix 1..max per key, each once: nothing before the savepoint left unpublished
+        assert sorted(counts) == list(range(1, max(counts) + 1)), f"key {key}: gaps in {sorted(counts)[:20]}..."

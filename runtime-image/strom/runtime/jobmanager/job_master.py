@@ -63,6 +63,8 @@ log = logging.getLogger("strom.runtime.jobmaster")
 
 TERMINAL_JOB_STATES = ("FINISHED", "FAILED", "CANCELED", "SUSPENDED")
 TERMINAL_TASK_STATES = ("FINISHED", "FAILED", "CANCELED")
+# the longest a stop-with-savepoint waits for the tasks to end after the savepoint (a lost TaskManager)
+STOP_TIMEOUT_S = 30.0
 
 
 @dataclass(slots=True)
@@ -136,6 +138,7 @@ class JobMaster:
             number_of_failed_checkpoints=stats.failed_count if stats is not None else None,
         )
         self._slots: list[SlotRef] = []
+        self._stop: tuple[str, str, str] | None = None  # (trigger id, savepoint location, final state)
         self._reset_subtasks()
 
     # -- state ------------------------------------------------------------------------------------
@@ -151,6 +154,8 @@ class JobMaster:
                     self.checkpointing.shutdown(state)
                 if state != "SUSPENDED":  # a suspended job is recovered by the next JobManager
                     asyncio.get_running_loop().run_in_executor(None, self.jm.ha.job_terminated, self.job_id)
+                if self._stop is not None:  # ended otherwise while stopping: the savepoint still exists
+                    self._end_stop()
                 if not self.done.done():
                     self.done.set_result(state)
 
@@ -215,13 +220,28 @@ class JobMaster:
     def _savepoint_done(
         self, trigger_id: str, location: str | None, failure: str | None, then: str | None, drain: bool
     ) -> None:
-        self.savepoints.finish(trigger_id, location, failure)
-        if drain:
-            return  # the drained sources end their input: the job finishes by itself
-        if location is not None and then is not None and self.state == "RUNNING":
-            log.info("Job %s took savepoint %s and stops (%s)", self.job_id, location, then)
-            self._cancel_attempt()
+        if location is None or then is None or self.state != "RUNNING":
+            self.savepoints.finish(trigger_id, location, failure)
+            return
+        # Stop-with-savepoint completes when the job has ended (as Flink's): the tasks first hear of the
+        # savepoint and commit what it prepared (e.g. FileSink's pending files); a client that tears the
+        # cluster down once the operation completed must not cut that short.
+        log.info("Job %s took savepoint %s and stops (%s)", self.job_id, location, then)
+        self._stop = (trigger_id, location, then)
+        self._loop.call_later(STOP_TIMEOUT_S, self._end_stop)
+        if not drain:  # drained sources end their input: the job finishes by itself
+            self._cancel_attempt(await_tasks=True)
+
+    def _end_stop(self) -> None:
+        """The stopped job's tasks all ended (or STOP_TIMEOUT_S passed): it reaches its state and the
+        stop-with-savepoint operation completes with the savepoint's location."""
+        if self._stop is None:
+            return
+        trigger_id, location, then = self._stop
+        self._stop = None
+        if self.state not in TERMINAL_JOB_STATES:
             self._set_state(then)
+        self.savepoints.finish(trigger_id, location, None)
 
     def root_cause(self) -> FailureRecord | None:
         return self.failures[-1] if self.failures else None
@@ -308,6 +328,11 @@ class JobMaster:
         st.state = upd.state
         if upd.state in TERMINAL_TASK_STATES:
             st.end_time = time.time()
+        if self._stop is not None:
+            # a stop in progress: tasks end cancelled (or finished, when drained); nothing fails over
+            if all(s.state in TERMINAL_TASK_STATES for s in self.subtasks.values()):
+                self._end_stop()
+            return
         if upd.state == "FINISHED" and self.checkpointing is not None:
             self.checkpointing.task_finished((upd.vertex_id, upd.subtask_index))
         if upd.state == "FAILED":
@@ -366,10 +391,14 @@ class JobMaster:
             self.failures.append(FailureRecord(int(time.time() * 1000), "scheduler", repr(e), self.attempt))
             self._set_state("FAILED")
 
-    def _cancel_attempt(self) -> None:
+    def _cancel_attempt(self, *, await_tasks: bool = False) -> None:
+        """Cancel the current attempt's tasks. `await_tasks`: their states come from their reports
+        (a stop waits for them), instead of being taken as CANCELED now with the slots released."""
         msg = encode_message(CancelJob(self.job_id, self.attempt))
         for tm_id in {s.tm_id for s in self._slots}:
             self.jm.send_raw(tm_id, msg)
+        if await_tasks:
+            return
         for st in self.subtasks.values():
             if st.state not in TERMINAL_TASK_STATES:
                 st.state = "CANCELED"
