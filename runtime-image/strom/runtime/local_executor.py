@@ -132,13 +132,15 @@ class LocalJob:
         return self.metric_registry.snapshot()
 
     def _fail_on_checkpoints(self, reason: str) -> None:
-        """Too many checkpoints failed: fail a task of the current attempt (its failover restarts the job)."""
+        """Too many checkpoints failed: fail a task of the current attempt (its failover restarts the job).
+
+        Called under the coordinator's lock, so it must not take the job's lock (a task ending takes the
+        job's lock, then the coordinator's): the vertex list is read as it is, and the task fails itself."""
 
         def fail() -> None:
             raise CheckpointFailuresExceeded(reason)
 
-        with self._lock:
-            running = [ev.task for ev in self.vertices if ev.task.state == "RUNNING"]
+        running = [ev.task for ev in list(self.vertices) if ev.task.state == "RUNNING"]
         if running:
             running[0].submit(fail)
 
