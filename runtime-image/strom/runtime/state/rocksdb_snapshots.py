@@ -50,6 +50,7 @@ from strom.runtime.state.snapshots import (
     deserialize_key_group,
     key_group_blob,
     key_groups_of,
+    restore_state_tables,
 )
 from strom.runtime.state.timers import InternalTimerService
 
@@ -300,7 +301,12 @@ def to_canonical(handle: IncrementalKeyedStateHandle, *, work_dir: str | None = 
             db.close()
         event, processing = handle_timers(handle)
         return _serialized(
-            handle.operator_uid, handle.max_parallelism, handle.key_group_range, handle.states, entries, event,
+            handle.operator_uid,
+            handle.max_parallelism,
+            handle.key_group_range,
+            handle.states,
+            entries,
+            event,
             processing,
         )
     finally:
@@ -308,9 +314,7 @@ def to_canonical(handle: IncrementalKeyedStateHandle, *, work_dir: str | None = 
 
 
 # -- restore -----------------------------------------------------------------------------------
-AnyRocksDBSnapshot = (
-    KeyedStateSnapshot | SerializedKeyedState | RocksDBFullSnapshot | IncrementalKeyedStateHandle
-)
+AnyRocksDBSnapshot = KeyedStateSnapshot | SerializedKeyedState | RocksDBFullSnapshot | IncrementalKeyedStateHandle
 
 
 def restore_rocksdb(
@@ -427,30 +431,8 @@ def _restore_timers(
 
 def _restore_tables(uid: str, backend: RocksDBKeyedStateBackend, snapshots: Sequence[Any]) -> dict[str, str]:
     """Every state of the snapshots as a table of the backend, checked against tables already declared."""
-    metas: dict[str, StateMeta] = {}
-    for s in snapshots:
-        for meta in s.states:
-            seen = metas.setdefault(meta.name, meta)
-            if seen != meta:
-                raise StateRestoreError(
-                    f"operator uid {uid!r}: state {meta.name!r} is {_describe(seen)} in one subtask's snapshot and "
-                    f"{_describe(meta)} in another"
-                )
-    for meta in metas.values():
-        table = backend.tables.get(meta.name)
-        if table is None:
-            backend.tables[meta.name] = RocksDBTable(meta.name, meta.kind, meta.ttl)
-        elif table.kind != meta.kind or table.ttl != meta.ttl:
-            raise StateRestoreError(
-                f"operator uid {uid!r}: state {meta.name!r} was snapshotted as {_describe(meta)} state but is "
-                f"declared as {_describe(StateMeta(table.name, table.kind, table.ttl))} state; a state's kind and "
-                "TTL setting cannot change for the same name (use a new state name)"
-            )
-    return {name: t.kind for name, t in backend.tables.items()}
-
-
-def _describe(meta: StateMeta) -> str:
-    return f"{meta.kind} (TTL)" if meta.ttl else meta.kind
+    tables = restore_state_tables(uid, backend.tables, snapshots, RocksDBTable)
+    return {name: t.kind for name, t in tables.items()}
 
 
 def to_canonical_any(snapshot: Any) -> SerializedKeyedState:

@@ -301,6 +301,13 @@ def _restore_tables(
     uid: str, backend: HeapKeyedStateBackend, snapshots: Sequence[AnyKeyedSnapshot]
 ) -> dict[str, StateTable]:
     """Every state of the snapshots as a table of the backend, checked against tables already declared."""
+    return restore_state_tables(uid, backend.tables, snapshots, StateTable)
+
+
+def restore_state_tables(uid: str, tables: dict[str, Any], snapshots: Sequence[Any], make_table: Any) -> dict[str, Any]:
+    """Declare the states of `snapshots` in a backend's `tables` (by name; `make_table(name, kind, ttl)`
+    for new ones), refusing a state whose kind or TTL setting differs between snapshots or from the one
+    already declared. Shared by the heap and the RocksDB backend."""
     metas: dict[str, StateMeta] = {}
     for s in snapshots:
         for meta in s.states:
@@ -311,16 +318,16 @@ def _restore_tables(
                     f"{_describe(meta)} in another"
                 )
     for meta in metas.values():
-        table = backend.tables.get(meta.name)
+        table = tables.get(meta.name)
         if table is None:
-            backend.tables[meta.name] = StateTable(meta.name, meta.kind, meta.ttl)
+            tables[meta.name] = make_table(meta.name, meta.kind, meta.ttl)
         elif table.kind != meta.kind or table.ttl != meta.ttl:
             raise StateRestoreError(
                 f"operator uid {uid!r}: state {meta.name!r} was snapshotted as {_describe(meta)} state but is "
                 f"declared as {_describe(StateMeta(table.name, table.kind, table.ttl))} state; a state's kind and "
                 "TTL setting cannot change for the same name (use a new state name)"
             )
-    return backend.tables
+    return tables
 
 
 def _describe(meta: StateMeta) -> str:
