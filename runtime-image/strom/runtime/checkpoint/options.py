@@ -13,19 +13,16 @@ from typing import Any
 from strom.common import config_options as opts
 from strom.common.config_options import ConfigOption, option
 
-S3_ENDPOINT = option("s3.endpoint", "str", "", "S3 endpoint URL for S3-compatible stores; empty = AWS.")
-S3_ACCESS_KEY = option("s3.access-key", "str", "", "S3 access key; empty = boto3's credential chain.")
-S3_SECRET_KEY = option("s3.secret-key", "str", "", "S3 secret key; empty = boto3's credential chain.")
-S3_PATH_STYLE_ACCESS = option(
-    "s3.path.style.access", "bool", False, "Address buckets as endpoint/bucket (most S3-compatible stores)."
-)
-S3_REGION = option("s3.region", "str", "", "S3 region; empty = boto3's chain (AWS_REGION, profile).")
-S3_CONNECT_TIMEOUT = option(
-    "s3.connection.establish.timeout", "duration", 5_000, "Timeout to open a connection to S3.", minimum=1
-)
-S3_SOCKET_TIMEOUT = option("s3.connection.timeout", "duration", 60_000, "Timeout of one S3 read.", minimum=1)
-S3_ATTEMPTS = option(
-    "s3.attempts.maximum", "int", 3, "Attempts of one S3 request, the first one included.", minimum=1
+# the `s3.*` options live beside the S3 client that the file source shares with checkpoint storage
+from strom.common.s3_client import (  # noqa: F401 - re-exported: checkpoint code reads them from here
+    S3_ACCESS_KEY,
+    S3_ATTEMPTS,
+    S3_CONNECT_TIMEOUT,
+    S3_ENDPOINT,
+    S3_PATH_STYLE_ACCESS,
+    S3_REGION,
+    S3_SECRET_KEY,
+    S3_SOCKET_TIMEOUT,
 )
 
 NUM_RETAINED = option(
