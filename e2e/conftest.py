@@ -50,7 +50,8 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
             emulated = EmulatedCluster(work, namespace=config.namespace).start()
             api, kubeconfig = KubeApi(emulated.url), emulated.kubeconfig
             (work / "kubelet").mkdir()
-            kubelet = ProcessKubelet(emulated.url, config.namespace, work / "kubelet").start()
+            # bare_pods: a batch FlinkJob's driver is a Pod of its own (restartPolicy Never), run here too
+            kubelet = ProcessKubelet(emulated.url, config.namespace, work / "kubelet", bare_pods=True).start()
         else:
             api, kubeconfig = _api_of_kubeconfig(), Path(str(config.kubeconfig))
         platform = Platform(config, api=api, kubeconfig=kubeconfig, s3=s3, work_dir=work, kubelet=kubelet)

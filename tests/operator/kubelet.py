@@ -1,8 +1,8 @@
-"""A "process kubelet": realizes Deployments as local processes on loopback, as a cluster would run pods.
+"""A "process kubelet": realizes Deployments and Pods as local processes on loopback, as a cluster runs pods.
 
 It plays the kubelet and the Deployment controller for the operator's integration tests and the
 e2e harness, so a real JobManager and real TaskManagers run from exactly the pod templates the
-operator built:
+operator built, and (with `bare_pods=True`) a batch FlinkJob's Spark driver from its driver Pod:
 
 * each Deployment keeps `spec.replicas` pods; each pod is a Pod object (the template's labels,
   owned by its Deployment) and one process running the first container's `command`/`args`
@@ -24,13 +24,32 @@ operator built:
   is therefore found again at the same address, as through a Service. The REST URLs are written
   to a JSON map `"namespace/service" -> URL`, which the operator reads (`--jobmanager-url-map`)
   instead of resolving the Service;
-* pod status reports phase (Pending until the container first ran, then Running: restartPolicy
-  Always), readiness, `restartCount`, `state` (running, or waiting with its reason) and
-  `lastState.terminated` (exit code; reason `Completed`, `Error`, or `Killed` for SIGKILL); the
-  Deployment's status reports replicas, ready and available replicas.
+* bare Pods (`bare_pods=True`): every Pod that no Deployment owns and whose first container has a
+  `command` runs once, with the same command, env and ConfigMap-volume resolution, and its
+  `restartPolicy` decides what follows an exit: Never ends the pod (phase Succeeded on exit 0,
+  else Failed), OnFailure restarts it only after a non-zero exit, Always like a Deployment's pod.
+  A Pod without a command would run its image's entry point; there are no images here, so such a
+  Pod is left alone (a test that creates one plays its kubelet, as tests/operator's batch
+  integration test does for driver pods: its kubelet is made without `bare_pods`). Deleting the
+  Pod kills its container's process group. The ended container's `state.terminated` has exit
+  code, reason and, under `terminationMessagePolicy: FallbackToLogsOnError` after a failure, the
+  message Kubernetes takes from the log: its last 80 lines, at most their last 2048 bytes (the
+  `terminationMessagePath` file is not read: a process has no container filesystem);
+* a Spark driver of Kubernetes (`--spark-master k8s://...`, a batch FlinkJob's driver Pod) runs
+  Spark in **local mode**: there is no container runtime for the executor pods Spark would create,
+  so `--spark-master` is rewritten to `local[2]`, and the driver's network to loopback (`-D
+  spark.driver.host/bindAddress=127.0.0.1`, free-chosen driver, block manager and UI ports,
+  SPARK_LOCAL_IP), exactly as a TaskManager's `--jobmanager <service>:6123` is rewritten to a
+  loopback address. Everything else of the pod is real: its command, args, env, mounted config;
+* pod status reports phase (Pending until the container first ran, then Running; Succeeded or
+  Failed once a container that is not restarted has ended), readiness, `restartCount`, `state`
+  (running, waiting with its reason, or terminated) and `lastState.terminated` (exit code; reason
+  `Completed`, `Error`, or `Killed` for SIGKILL); the Deployment's status reports replicas, ready
+  and available replicas.
 
 It polls the API (every `POLL_S`), in a thread with its own event loop. Not emulated: probes (a
-running process is Ready), resource limits, RollingUpdate (the operator uses Recreate).
+running process is Ready), resource limits, RollingUpdate (the operator uses Recreate), init
+containers and any container but the first.
 """
 
 from __future__ import annotations
@@ -57,6 +76,12 @@ ROOT = Path(__file__).resolve().parents[2]
 POLL_S = 0.2
 BACKOFF_RESET_S = 60.0  # a container that ran this long starts its back-off over (Kubernetes: 10 min)
 TERMINATION_GRACE_S = 15.0  # Kubernetes' terminationGracePeriodSeconds default is 30 s
+TERMINATION_LOG_LINES, TERMINATION_LOG_BYTES = 80, 2048  # the kubelet's FallbackToLogsOnError tail
+LOCAL_SPARK_MASTER = "local[2]"
+# A Spark driver's network on loopback: its pod would have an IP of its own, fixed ports and a Service
+# name for executors to dial; here every port is free-chosen and nothing leaves 127.0.0.1.
+SPARK_LOOPBACK = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+                  "spark.driver.port": "0", "spark.driver.blockManager.port": "0", "spark.ui.port": "0"}
 
 
 def _now() -> str:
@@ -79,6 +104,10 @@ class PodProcess:
 
     name: str
     log_path: Path
+    container: str = "main"  # the container's name, for its containerStatuses entry
+    restart_policy: str = "Always"  # Always | OnFailure | Never (a Deployment's pods: Always)
+    fallback_to_logs: bool = False  # terminationMessagePolicy FallbackToLogsOnError
+    uid: str = ""  # a bare Pod's uid: a Pod deleted and created again under its name is another pod
     proc: subprocess.Popen[bytes] | None = None
     started_at: str = ""
     started_mono: float = 0.0
@@ -88,6 +117,8 @@ class PodProcess:
     last_exit: dict[str, Any] | None = None
     waiting: tuple[str, str] | None = ("ContainerCreating", "")
     reported: str = ""
+    log_offset: int = 0  # where the current container's own output starts in log_path
+    terminated: dict[str, Any] | None = None  # the container's end when it is not restarted: the pod ended
 
     @property
     def pid(self) -> int | None:
@@ -121,7 +152,8 @@ class ServiceAddress:
 
 class ProcessKubelet:
     def __init__(self, api_url: str, namespace: str, work_dir: Path, *, url_map: Path | None = None,
-                 restart_backoff_s: float = 1.0, max_restart_backoff_s: float = 10.0) -> None:
+                 restart_backoff_s: float = 1.0, max_restart_backoff_s: float = 10.0,
+                 bare_pods: bool = False) -> None:
         self.api_url = api_url
         self.namespace = namespace
         self.work_dir = work_dir
@@ -130,6 +162,8 @@ class ProcessKubelet:
         self.restart_backoff_s = restart_backoff_s
         self.max_restart_backoff_s = max_restart_backoff_s
         self.realized: dict[str, Realized] = {}
+        self.bare_pods = bare_pods
+        self.bare: dict[str, PodProcess] = {}  # Pods no Deployment owns, by name
         self.services: dict[str, ServiceAddress] = {}
         self.errors: list[str] = []
         self._loop = asyncio.new_event_loop()
@@ -150,6 +184,8 @@ class ProcessKubelet:
         with self._lock:
             for name in list(self.realized):
                 _terminate([p for p in self.realized.pop(name).pods])
+            _terminate(list(self.bare.values()))
+            self.bare.clear()
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
@@ -178,12 +214,18 @@ class ProcessKubelet:
         """The process ids of the deployment's running containers (the process group leaders)."""
         return [pid for pod in self.pods_of(deployment) if (pid := pod.pid) is not None]
 
+    def bare_pod(self, name: str) -> PodProcess | None:
+        """The realization of a Pod no Deployment owns (bare_pods=True), while its Pod object exists."""
+        with self._lock:
+            return self.bare.get(name)
+
     # -- reconciliation of Deployments into processes --------------------------------------------
 
     async def _sync(self, kube: KubeApi) -> None:
         # Pods before Deployments: a Deployment deleted in between is then seen gone, never as one
         # whose pods vanished (which would start a replacement pod from the deleted template).
-        pod_names = {p["metadata"]["name"] for p in await kube.list("Pod", self.namespace)}
+        pods = await kube.list("Pod", self.namespace)
+        pod_names = {p["metadata"]["name"] for p in pods}
         deployments = {d["metadata"]["name"]: d for d in await kube.list("Deployment", self.namespace)}
         # Deleted Deployments, and replaced ones (Recreate: old pods gone before new ones start), all
         # terminated together: an upgrade replaces the JobManager and the TaskManagers at once.
@@ -200,9 +242,29 @@ class ProcessKubelet:
                     self.realized[name] = current
             await self._scale(kube, d, current, pod_names)
             for pod in list(current.pods):
-                await self._run_container(kube, d, pod)
+                await self._run_container(kube, pod, d["spec"]["template"], component=current.component, owner=name)
                 await self._report_pod(kube, pod)
             await self._report_deployment(kube, d, current)
+        if self.bare_pods:
+            await self._sync_bare_pods(kube, pods)
+
+    async def _sync_bare_pods(self, kube: KubeApi, pods: list[dict[str, Any]]) -> None:
+        """Run the Pods no Deployment owns, once each (their restartPolicy decides what follows an exit)."""
+        wanted = {p["metadata"]["name"]: p for p in pods if _is_bare(p)}
+        for name, pod in list(self.bare.items()):
+            obj = wanted.get(name)
+            if obj is None or obj["metadata"]["uid"] != pod.uid:
+                _terminate([pod])  # the Pod object was deleted: its container goes with it
+                with self._lock:
+                    del self.bare[name]
+        for name, obj in wanted.items():
+            pod = self.bare.get(name)
+            if pod is None:
+                pod = _pod_process(name, self.work_dir, obj["spec"], uid=obj["metadata"]["uid"])
+                with self._lock:
+                    self.bare[name] = pod
+            await self._run_container(kube, pod, obj, component=_component(obj), owner=name)
+            await self._report_pod(kube, pod)
 
     async def _scale(self, kube: KubeApi, deployment: dict[str, Any], realized: Realized,
                      pod_names: set[str]) -> None:
@@ -221,32 +283,42 @@ class ProcessKubelet:
         while len(realized.pods) < wanted:
             self._counter += 1
             name = f"{deployment['metadata']['name']}-{self._counter:04d}"
-            pod = PodProcess(name, self.work_dir / f"{name}.log")
+            pod = _pod_process(name, self.work_dir, deployment["spec"]["template"]["spec"])
             await kube.create(_pod_object(self.namespace, name, deployment))
             with self._lock:
                 realized.pods.append(pod)
 
-    async def _run_container(self, kube: KubeApi, deployment: dict[str, Any], pod: PodProcess) -> None:
-        """Start the container if it is not running and its back-off is over; note an exit."""
+    async def _run_container(self, kube: KubeApi, pod: PodProcess, source: dict[str, Any], *, component: str,
+                             owner: str) -> None:
+        """Start the container if it is not running and its back-off is over; note an exit. `source` holds
+        the pod's spec (a Deployment's template or a bare Pod), `owner` names the JobManager Service."""
+        if pod.terminated is not None:
+            return  # the pod has ended: nothing restarts it
         if pod.proc is not None:
             code = pod.proc.poll()
             if code is None:
                 return
             _kill_group(pod.proc.pid)  # what the container's children would not survive
+            pod.proc = None
+            end: dict[str, Any] = {"exitCode": code, "reason": _exit_reason(code), "startedAt": pod.started_at,
+                                   "finishedAt": _now()}
+            if code != 0 and pod.fallback_to_logs:
+                end["message"] = log_tail(pod.log_path, pod.log_offset)
+            if pod.restart_policy == "Never" or (pod.restart_policy == "OnFailure" and code == 0):
+                pod.terminated = end
+                return
             ran = time.monotonic() - pod.started_mono
             pod.backoff_s = self.restart_backoff_s if ran >= BACKOFF_RESET_S or not pod.backoff_s else min(
                 pod.backoff_s * 2, self.max_restart_backoff_s)
             pod.next_start = time.monotonic() + pod.backoff_s
-            pod.last_exit = {"exitCode": code, "reason": _exit_reason(code), "startedAt": pod.started_at,
-                             "finishedAt": _now()}
-            pod.proc = None
+            pod.last_exit = end
             pod.restarts += 1
             pod.waiting = ("CrashLoopBackOff", f"back-off {pod.backoff_s:g}s restarting failed container")
             return
         if time.monotonic() < pod.next_start:
             return
         try:
-            command, env = await self._container_command(kube, deployment)
+            command, env = await self._container_command(kube, source, component=component, owner=owner)
         except ContainerConfigError as e:
             pod.waiting = ("CreateContainerConfigError", str(e))
             pod.next_start = time.monotonic() + self.restart_backoff_s
@@ -254,15 +326,15 @@ class ProcessKubelet:
         with open(pod.log_path, "ab") as log:
             log.write(f"--- container start {_now()} (restart {pod.restarts}): {' '.join(command)}\n".encode())
             log.flush()
+            pod.log_offset = log.tell()
             pod.proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.work_dir)
         pod.started_at, pod.started_mono, pod.waiting = _now(), time.monotonic(), None
 
-    async def _container_command(self, kube: KubeApi, deployment: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
-        template = deployment["spec"]["template"]
-        container = template["spec"]["containers"][0]
+    async def _container_command(self, kube: KubeApi, source: dict[str, Any], *, component: str,
+                                 owner: str) -> tuple[list[str], dict[str, str]]:
+        container = source["spec"]["containers"][0]
         args = list(container.get("args") or [])
-        component = _component(deployment)
         if component == "taskmanager" and "--jobmanager" in args:
             i = args.index("--jobmanager")
             service = args[i + 1].split(":")[0]
@@ -270,12 +342,19 @@ class ProcessKubelet:
             args[1:1] = ["-D", "metrics.reporter.prom.port=0", "-D", "heartbeat.interval=500",
                          "-D", "heartbeat.timeout=5000"]
         elif component == "jobmanager":
-            address = self._service(deployment["metadata"]["name"])
+            address = self._service(owner)
             args[1:1] = ["-D", "rest.address=127.0.0.1", "-D", f"rest.port={address.rest_port}",
                          "-D", "jobmanager.rpc.address=127.0.0.1", "-D", f"jobmanager.rpc.port={address.rpc_port}",
                          "-D", "metrics.reporter.prom.port=0", "-D", "heartbeat.interval=500",
                          "-D", "heartbeat.timeout=5000"]
-        env = await self._env(kube, template, container)
+        spark_driver = _spark_on_kubernetes(args)
+        if spark_driver:
+            # No container runtime for executor pods: the driver's Spark runs in local mode, on loopback.
+            args[args.index("--spark-master") + 1] = LOCAL_SPARK_MASTER
+            args[1:1] = [item for key, value in SPARK_LOOPBACK.items() for item in ("-D", f"{key}={value}")]
+        env = await self._env(kube, source, container)
+        if spark_driver:
+            env["SPARK_LOCAL_IP"] = "127.0.0.1"  # what Spark binds and advertises when no host is configured
         command = [sys.executable, "-m", "strom.cli"] if container.get("command") == ["strom"] else list(
             container.get("command") or [])
         return [*command, *args], env
@@ -354,17 +433,21 @@ class ProcessKubelet:
 
     async def _report_pod(self, kube: KubeApi, pod: PodProcess) -> None:
         running = pod.running
-        if running:
-            state: dict[str, Any] = {"running": {"startedAt": pod.started_at}}
+        if pod.terminated is not None:
+            state: dict[str, Any] = {"terminated": pod.terminated}
+        elif running:
+            state = {"running": {"startedAt": pod.started_at}}
         else:
             reason, message = pod.waiting or ("ContainerCreating", "")
             state = {"waiting": {"reason": reason, "message": message}}
-        container: dict[str, Any] = {"name": "main", "ready": running, "restartCount": pod.restarts,
+        container: dict[str, Any] = {"name": pod.container, "ready": running, "restartCount": pod.restarts,
                                      "started": running, "state": state}
         if pod.last_exit is not None:
             container["lastState"] = {"terminated": pod.last_exit}
-        # restartPolicy Always: the pod stays Running between restarts once its container has run
-        phase = "Running" if running or pod.restarts else "Pending"
+        if pod.terminated is not None:  # not restarted (Never, or OnFailure after exit 0): the pod has ended
+            phase = "Succeeded" if pod.terminated["exitCode"] == 0 else "Failed"
+        else:  # a pod stays Running between restarts once its container has run
+            phase = "Running" if running or pod.restarts else "Pending"
         status = {"phase": phase, "hostIP": "127.0.0.1", "podIP": "127.0.0.1",
                   "conditions": [{"type": "PodScheduled", "status": "True"},
                                  {"type": "Ready", "status": "True" if running else "False"},
@@ -437,6 +520,42 @@ class ProcessKubelet:
         return "\n".join(out)
 
 
+def log_tail(path: Path, offset: int) -> str:
+    """A failed container's termination message under FallbackToLogsOnError, as the kubelet takes it:
+    the last TERMINATION_LOG_LINES lines of its log, of those the last TERMINATION_LOG_BYTES bytes."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        data = f.read()
+    lines = data.splitlines(keepends=True)[-TERMINATION_LOG_LINES:]
+    return b"".join(lines)[-TERMINATION_LOG_BYTES:].decode(errors="replace")
+
+
+def _pod_process(name: str, work_dir: Path, spec: dict[str, Any], *, uid: str = "") -> PodProcess:
+    container = spec["containers"][0]
+    return PodProcess(name, work_dir / f"{name}.log", container=container.get("name", "main"),
+                      restart_policy=spec.get("restartPolicy") or "Always",
+                      fallback_to_logs=container.get("terminationMessagePolicy") == "FallbackToLogsOnError", uid=uid)
+
+
+def _is_bare(pod: dict[str, Any]) -> bool:
+    """A Pod no Deployment owns, whose container has a command to run (without one it would run its
+    image's entry point, and there are no images here: whoever created it plays its kubelet)."""
+    meta = pod["metadata"]
+    if meta.get("deletionTimestamp") or any(o.get("kind") in ("Deployment", "ReplicaSet")
+                                            for o in meta.get("ownerReferences") or ()):
+        return False
+    containers = (pod.get("spec") or {}).get("containers") or [{}]
+    return bool(containers[0].get("command"))
+
+
+def _spark_on_kubernetes(args: list[str]) -> bool:
+    """A Spark driver of Kubernetes' (`--spark-master k8s://...`), which the kubelet runs in local mode."""
+    if "--spark-master" not in args:
+        return False
+    i = args.index("--spark-master")
+    return i + 1 < len(args) and args[i + 1].startswith("k8s://")
+
+
 def _exit_reason(code: int) -> str:
     if code == 0:
         return "Completed"
@@ -474,8 +593,8 @@ def _terminate(pods: list[PodProcess]) -> None:
         pod.proc = None
 
 
-def _component(deployment: dict[str, Any]) -> str:
-    return (deployment["metadata"].get("labels") or {}).get("app.kubernetes.io/component", "")
+def _component(obj: dict[str, Any]) -> str:
+    return (obj["metadata"].get("labels") or {}).get("app.kubernetes.io/component", "")
 
 
 def _fingerprint(deployment: dict[str, Any]) -> str:
