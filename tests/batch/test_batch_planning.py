@@ -3,7 +3,7 @@ CLI flags and Spark settings."""
 
 import pytest
 from strom.batch.plan import build_plan
-from strom.batch.routing import route_records
+from strom.batch.routing import BatchRouter
 from strom.batch.spark_session import ensure_java_home, spark_settings
 from strom.batch.validation import BatchModeError
 from strom.cli import build_configuration, parse_run_args
@@ -59,12 +59,8 @@ def test_hash_routing_sends_keys_to_the_subtask_of_their_key_group():
     env.from_collection(list(range(50))).key_by(lambda x: f"k{x % 11}").map(lambda x: x).print()
     plan = build_plan(env.get_stream_graph())
     keyed = next(s for s in plan.stages if s.sort_by_time)
-    inp = keyed.inputs[0]
-    records = [(inp.route, x, 1000 - x) for x in range(50)]
-    routed = list(route_records(inp, keyed, 0, records))
-    for (target, _phase, ts, _inp, _producer, _seq), (_, value, _) in routed:
-        assert target == (stable_hash(f"k{value % 11}") % 128) * 3 // 128
-        assert ts == 1000 - value  # keyed consumers sort by timestamp
+    targets = BatchRouter(keyed.inputs[0], keyed, 0).targets(list(range(50)))
+    assert targets == [(stable_hash(f"k{value % 11}") % 128) * 3 // 128 for value in range(50)]
 
 
 def test_cli_runtime_mode_and_spark_master_become_configuration():

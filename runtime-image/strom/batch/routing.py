@@ -1,106 +1,89 @@
-"""Routing records between stages: the engine's partitioners, as Spark shuffle keys.
+"""Routing records between stages: the engine's partitioners, applied to a batch of records at once.
 
-A producer partition's records on one route become `(shuffle key, (input index, value, timestamp))`
-pairs. The shuffle key starts with the target partition (which Spark partitions by) and goes on
-with what the consumer sorts by: the broadcast side first where broadcast state is built, then the
-timestamp for keyed consumers, then input, producer and sequence number, so the order within a
-partition is deterministic and a producer's records keep their order. Target partitions follow the
-engine's RecordWriter exactly: key groups by `stable_hash` for hash edges (so a key lands on the
-subtask it would in STREAMING mode), round-robin from the producer's index for rebalance, pointwise
-for forward and rescale.
+A `BatchRouter` answers, for a batch of values a producer partition sends on one route, which
+consumer partition each value goes to. Targets follow the engine's RecordWriter exactly: key groups
+by `stable_hash` for hash edges (so a key lands on the subtask it would in STREAMING mode),
+round-robin from the producer's index for rebalance, pointwise for forward and rescale. A batch
+that goes to one partition as a whole (global, forward, a single consumer) is answered with that
+partition's number instead of a list, and a broadcast batch with `EVERY_PARTITION`, so that the
+shuffle writer does no per-record work for them.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator
 from typing import Any
 
 from strom.batch.plan import StageInput, StageSpec
 from strom.common.key_groups import KeyGroupAssigner
-from strom.common.time import MIN_WATERMARK
 from strom.runtime.execution_graph import pointwise_targets
 
-Record = tuple[int, Any, Any]  # (route, value, timestamp) as stages emit them
-ShuffleKey = tuple[int, int, int, int, int, int]  # (target, phase, time, input, producer, sequence)
+EVERY_PARTITION = -1  # a broadcast batch goes to every consumer partition
+
+Targets = int | list[int]  # one partition for the whole batch, or one per value
 
 
-def target_partition(key: ShuffleKey) -> int:
-    """Spark's partition function over shuffle keys."""
-    return key[0]
+class BatchRouter:
+    """The target partitions of batches of values on one route, from one producer partition."""
 
-
-def route_records(
-    inp: StageInput, consumer: StageSpec, producer: int, records: Iterable[Record]
-) -> Iterator[tuple[ShuffleKey, tuple[int, Any, Any]]]:
-    """The records of `producer`'s partition on route `inp.route`, keyed for the consumer's shuffle."""
-    # hot path: called per record
-    n = consumer.parallelism
-    route, index = inp.route, inp.input_index
-    phase = 0 if consumer.broadcast_first and index == 2 else 1
-    by_time = consumer.sort_by_time
-    kind = inp.partitioner
-    select = _target_selector(inp, consumer, producer)
-    seq = 0
-    for r, value, ts in records:
-        if r != route:
-            continue
-        seq += 1
-        t = (ts if ts is not None else MIN_WATERMARK) if by_time else 0
-        payload = (index, value, ts)
-        if kind == "broadcast":
-            for target in range(n):
-                yield (target, phase, t, index, producer, seq), payload
+    def __init__(self, inp: StageInput, consumer: StageSpec, producer: int) -> None:
+        self.partitions = n = consumer.parallelism
+        kind = inp.partitioner
+        self._per_value: Any = None
+        self._whole: int | None = None
+        self._cycle: list[int] = []
+        self._next = 0
+        if kind == "custom":  # called even for one partition: an out-of-range answer is an error
+            self._per_value = _by_custom_partitioner(inp, n)
+        elif kind == "broadcast":
+            self._whole = EVERY_PARTITION
+        elif kind == "global" or n == 1:
+            self._whole = 0
+        elif kind == "hash":
+            self._per_value = _by_key_group(inp, consumer)
+        elif kind in ("forward", "rescale", "rebalance"):
+            if kind == "rebalance":
+                self._cycle, self._next = list(range(n)), producer % n
+            else:
+                self._cycle = pointwise_targets(producer, inp.producer_parallelism, n)
+            if len(self._cycle) == 1:
+                self._whole = self._cycle[0]
+        elif kind == "shuffle":
+            rnd = random.Random(producer)
+            self._per_value = lambda value: rnd.randrange(n)
         else:
-            yield (select(value), phase, t, index, producer, seq), payload
+            raise ValueError(f"unknown partitioner {kind!r}")
+
+    def targets(self, values: list[Any]) -> Targets:
+        """The partition of every value (a list), or the one partition of all of them (an int)."""
+        # hot path: called per batch, one partitioner call per record
+        if self._whole is not None:
+            return self._whole
+        if self._per_value is not None:
+            return list(map(self._per_value, values))
+        cycle, k, start = self._cycle, len(self._cycle), self._next
+        self._next = (start + len(values)) % k
+        return [cycle[(start + i) % k] for i in range(len(values))]
 
 
-def _target_selector(inp: StageInput, consumer: StageSpec, producer: int) -> Any:
-    kind, n = inp.partitioner, consumer.parallelism
-    if kind == "hash":
-        key_of = inp.key_selector.get_key
-        assigner = KeyGroupAssigner(consumer.max_parallelism)
-        max_p = consumer.max_parallelism
+def _by_key_group(inp: StageInput, consumer: StageSpec) -> Any:
+    key_of = inp.key_selector.get_key
+    key_group = KeyGroupAssigner(consumer.max_parallelism).key_group
+    n, max_p = consumer.parallelism, consumer.max_parallelism
 
-        def by_key(value: Any) -> int:
-            return assigner.key_group(key_of(value)) * n // max_p
+    def by_key(value: Any) -> int:
+        return key_group(key_of(value)) * n // max_p
 
-        return by_key
-    if kind == "custom":
-        key_of, part = inp.key_selector.get_key, inp.custom_partitioner.partition
-
-        def by_custom(value: Any) -> int:
-            t = part(key_of(value), n)
-            if not 0 <= t < n:
-                raise ValueError(f"custom partitioner returned partition {t}, expected 0..{n - 1}")
-            return t
-
-        return by_custom
-    if kind == "broadcast":
-        return lambda value: 0  # unused: route_records sends broadcast records to every partition itself
-    if kind == "global" or n == 1:
-        return lambda value: 0
-    if kind in ("forward", "rescale"):
-        targets = pointwise_targets(producer, inp.producer_parallelism, n)
-        return _round_robin(targets, 0)
-    if kind == "rebalance":
-        return _round_robin(list(range(n)), producer % n)
-    if kind == "shuffle":
-        rnd = random.Random(producer)
-        return lambda value: rnd.randrange(n)
-    raise ValueError(f"unknown partitioner {kind!r}")
+    return by_key
 
 
-def _round_robin(targets: list[int], start: int) -> Any:
-    if len(targets) == 1:
-        only = targets[0]
-        return lambda value: only
-    state = [start]
-    k = len(targets)
+def _by_custom_partitioner(inp: StageInput, n: int) -> Any:
+    key_of, part = inp.key_selector.get_key, inp.custom_partitioner.partition
 
-    def next_target(value: Any) -> int:
-        i = state[0]
-        state[0] = (i + 1) % k
-        return targets[i]
+    def by_custom(value: Any) -> int:
+        t = part(key_of(value), n)
+        if not 0 <= t < n:
+            raise ValueError(f"custom partitioner returned partition {t}, expected 0..{n - 1}")
+        return t
 
-    return next_target
+    return by_custom

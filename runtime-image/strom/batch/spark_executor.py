@@ -4,8 +4,10 @@ Loaded by name (`strom.datastream.executors.BATCH_EXECUTOR`) when the runtime mo
 BATCH. It refuses what BATCH mode cannot run before touching Spark (`validation`), cuts the graph
 into stages (`plan`), and builds one RDD per stage: sources are `parallelize(range(p))` partitions
 each reading its subtask's share; a stage fed by a single forward edge runs on its producer's
-partitions (`mapPartitions`, no shuffle); any other input is a shuffle that routes records as the
-engine's partitioners do and sorts them per partition (`routing`). Sinks write from the executors;
+partitions (`mapPartitions`, no shuffle); any other input is a chunked shuffle: each producer
+partition routes its records as the engine's partitioners do, puts them in the consumer's order and
+sends a few large chunks per target (`shuffle_write`); Spark moves only the chunks (`partitionBy`);
+the consumer merges them back into its order (`shuffle_read`). Sinks write from the executors;
 one action over the union of the sink stages runs the job. A stage read by several others is
 persisted so that its user functions run once.
 """
@@ -19,9 +21,10 @@ from functools import partial
 from typing import Any
 
 from strom.batch.plan import BatchPlan, StageInput, StageSpec, build_plan
-from strom.batch.routing import route_records, target_partition
+from strom.batch.shuffle_read import read_shuffle
+from strom.batch.shuffle_write import write_shuffle
 from strom.batch.spark_session import spark_session
-from strom.batch.stage_runner import run_stage
+from strom.batch.stage_runner import BATCH_RECORDS, run_stage
 from strom.batch.validation import validate_batch_graph
 from strom.datastream.stream_execution_environment import JobExecutionResult
 from strom.graph.stream_graph import StreamGraph
@@ -35,16 +38,21 @@ def _run_source(spec: StageSpec, index: int, _ignored: Any) -> Any:
     return run_stage(spec, index, ())
 
 
-def _run_forward(spec: StageSpec, route: int, index: int, records: Any) -> Any:
-    return run_stage(spec, index, ((1, v, t) for r, v, t in records if r == route))
+def _run_forward(spec: StageSpec, route: int, index: int, batches: Any) -> Any:
+    return run_stage(spec, index, ((1, vs, ts) for r, vs, ts in batches if r == route))
 
 
-def _run_shuffled(spec: StageSpec, index: int, pairs: Any) -> Any:
-    return run_stage(spec, index, (payload for _, payload in pairs))
+def _run_shuffled(spec: StageSpec, index: int, chunks: Any) -> Any:
+    return run_stage(spec, index, read_shuffle(spec, chunks, batch_records=BATCH_RECORDS))
 
 
-def _route(inp: StageInput, consumer: StageSpec, producer: int, records: Any) -> Any:
-    return route_records(inp, consumer, producer, records)
+def _write_shuffle(inp: StageInput, consumer: StageSpec, producer: int, batches: Any) -> Any:
+    return write_shuffle(inp, consumer, producer, batches)
+
+
+def _target_partition(target: int) -> int:
+    """Spark's partition function: a chunk's key is its target partition."""
+    return target
 
 
 # -- the driver ---------------------------------------------------------------------------------------
@@ -56,7 +64,7 @@ def _is_forward(spec: StageSpec) -> bool:
 
 
 def stage_rdds(sc: Any, plan: BatchPlan) -> tuple[dict[str, Any], list[Any]]:
-    """One RDD per stage (vertex id -> RDD of (route, value, timestamp)) and those persisted."""
+    """One RDD per stage (vertex id -> RDD of (route, values, timestamps) batches) and those persisted."""
     from pyspark import StorageLevel
 
     rdds: dict[str, Any] = {}
@@ -71,11 +79,11 @@ def stage_rdds(sc: Any, plan: BatchPlan) -> tuple[dict[str, Any], list[Any]]:
             rdd = upstream.mapPartitionsWithIndex(partial(_run_forward, spec, spec.inputs[0].route))
         else:
             parts = [
-                rdds[producer].mapPartitionsWithIndex(partial(_route, inp, spec))
+                rdds[producer].mapPartitionsWithIndex(partial(_write_shuffle, inp, spec))
                 for inp, producer in zip(spec.inputs, spec.producer_stages, strict=True)
             ]
-            keyed = parts[0] if len(parts) == 1 else sc.union(parts)
-            shuffled = keyed.repartitionAndSortWithinPartitions(spec.parallelism, target_partition)
+            chunks = parts[0] if len(parts) == 1 else sc.union(parts)
+            shuffled = chunks.partitionBy(spec.parallelism, _target_partition)
             rdd = shuffled.mapPartitionsWithIndex(partial(_run_shuffled, spec))
         rdd.setName(spec.name)
         if plan.consumers.get(spec.vertex_id, 0) > 1:

@@ -5,7 +5,8 @@ by `ChainOutput`, opened, fed record batches, and ended as a StreamTask ends the
 batch semantics: watermarks below the maximum are dropped (event time stands at -infinity while
 input lasts, as in Flink's BATCH mode), the maximum watermark comes after the last record and fires
 the event-time timers and windows, and processing-time timers are refused with the operator's name.
-Records leaving the stage are yielded as `(route, value, timestamp)`.
+Records enter and leave a stage in batches: `(input, values, timestamps or None)` in,
+`(route, values, timestamps or None)` out, so nothing in between touches a record on its own.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from strom.runtime.tasks.operator_chain import ChainOutput
 from strom.runtime.tasks.processing_time import ProcessingTimeService
 
 BATCH_RECORDS = 1024
+Batch = tuple[int, list[Any], list[Any] | None]  # (input or route, values, timestamps or None)
 
 
 class StageFailure(RuntimeError):
@@ -41,22 +43,20 @@ class BatchChainOutput(ChainOutput):
 
 
 class RouteWriter:
-    """Collects a route's records into the stage's output list (a RecordWriter's place)."""
+    """Collects a route's batches into the stage's output list (a RecordWriter's place)."""
 
     __slots__ = ("route", "items", "channels")
 
-    def __init__(self, route: int, items: list[tuple[int, Any, Any]]) -> None:
+    def __init__(self, route: int, items: list[Batch]) -> None:
         self.route = route
         self.items = items
         self.channels: list[Any] = []
 
     # hot path: called per batch
     def emit(self, values: list[Any], timestamps: list[Any] | None) -> None:
-        r = self.route
-        if timestamps is None:
-            self.items.extend([(r, v, None) for v in values])
-        else:
-            self.items.extend([(r, v, t) for v, t in zip(values, timestamps, strict=True)])
+        if values:
+            # copies: the lists are kept past this call, and an emitting operator may reuse its own
+            self.items.append((self.route, list(values), None if timestamps is None else list(timestamps)))
 
     def broadcast_event(self, event: Any) -> None:
         """Watermarks and status do not cross stages: each stage ends with its own final watermark."""
@@ -75,7 +75,7 @@ def _refuse_processing_time_timers(operator_name: str) -> Any:
     return refuse
 
 
-def build_stage_chain(spec: StageSpec, index: int, items: list[tuple[int, Any, Any]]) -> list[Any]:
+def build_stage_chain(spec: StageSpec, index: int, items: list[Batch]) -> list[Any]:
     """The stage's operators for subtask `index`, set up and wired, head first."""
     ops = {n.id: create_operator(n) for n in spec.nodes}
     writers: dict[int, RouteWriter] = {}
@@ -111,26 +111,10 @@ def build_stage_chain(spec: StageSpec, index: int, items: list[tuple[int, Any, A
     return [ops[n.id] for n in spec.nodes]
 
 
-def _batches(records: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[int, list[Any], list[Any] | None]]:
-    """Consecutive records of one input, up to BATCH_RECORDS at a time: (input, values, timestamps)."""
-    values: list[Any] = []
-    stamps: list[Any] = []
-    current = 0
-    for inp, value, ts in records:
-        if inp != current or len(values) >= BATCH_RECORDS:
-            if values:
-                yield current, values, stamps if any(t is not None for t in stamps) else None
-            values, stamps, current = [], [], inp
-        values.append(value)
-        stamps.append(ts)
-    if values:
-        yield current, values, stamps if any(t is not None for t in stamps) else None
-
-
-def run_stage(spec: StageSpec, index: int, records: Iterable[tuple[int, Any, Any]]) -> Iterator[tuple[int, Any, Any]]:
-    """Run subtask `index` of the stage over `records` ((input, value, timestamp), in order);
-    yields the records it sends to other stages."""
-    items: list[tuple[int, Any, Any]] = []
+def run_stage(spec: StageSpec, index: int, batches: Iterable[Batch]) -> Iterator[Batch]:
+    """Run subtask `index` of the stage over its input `batches` ((input, values, timestamps), in
+    order); yields the batches it sends to other stages as (route, values, timestamps)."""
+    items: list[Batch] = []
     where = f"{spec.name} ({index + 1}/{spec.parallelism})"
     try:
         ops = build_stage_chain(spec, index, items)
@@ -151,7 +135,7 @@ def run_stage(spec: StageSpec, index: int, records: Iterable[tuple[int, Any, Any
         else:
             two = spec.two_inputs
             feed = {1: head.process_batch1 if two else head.process_batch, 2: head.process_batch2}
-            for inp, values, stamps in _batches(records):
+            for inp, values, stamps in batches:
                 feed[inp](values, stamps, None)
                 if items:
                     yield from items
