@@ -5,6 +5,9 @@
 `read_output` reads what the job's exactly-once FileSink published; `reference_lines` is the
 plain-Python reference it must equal: for record i (key i % K) the count of records j <= i with
 that key. `exactly_once_report` says what differs (missing, duplicated, wrong counts).
+`batch_counts_flinkjob` is the batch FlinkJob (spec.mode batch, a Spark driver pod) of
+e2e/jobs/batch_counts.py; `read_counts` reads its `key count` lines, `reference_counts` is their
+plain-Python reference.
 """
 
 from __future__ import annotations
@@ -134,3 +137,40 @@ def exactly_once_report(lines: list[tuple[int, int, int, str]], n: int, keys: in
 
 def indexes_written(out: Path) -> int:
     return len({i for _, _, i, _ in read_output(out)})
+
+
+def batch_counts_flinkjob(platform: Platform, name: str, out: Path, *, records: int, keys: int,
+                          fail_on: int | None = None) -> dict[str, Any]:
+    """A batch FlinkJob counting records per key; restartPolicy Never, so a failure is final."""
+    args = [str(out), "--records", str(records), "--keys", str(keys)]
+    if fail_on is not None:
+        args += ["--fail-on", str(fail_on)]
+    body: dict[str, Any] = {
+        "image": platform.config.image,
+        "mode": "batch",
+        "job": {"entry": f"{platform.config.jobs_dir}/batch_counts.py", "args": args, "parallelism": 2},
+        "spark": {"driver": {"cores": 1, "memory": "512m"},
+                  "executor": {"instances": 1, "cores": 1, "memory": "512m"},
+                  "sparkConf": {"spark.sql.shuffle.partitions": "2"}},
+        "restartPolicy": {"type": "Never"},
+    }
+    if platform.config.shared_dir:
+        body["podTemplate"] = _shared_volume(platform)  # the driver's and the executors' main container
+    return {"apiVersion": "strom.io/v1beta1", "kind": "FlinkJob",
+            "metadata": {"name": name, "namespace": platform.namespace}, "spec": body}
+
+
+def read_counts(out: Path) -> list[tuple[str, int]]:
+    """Every published `key count` line; in-progress and pending files start with '.'."""
+    lines = []
+    for path in sorted(out.rglob("*")):
+        if path.is_file() and not path.name.startswith("."):
+            for line in path.read_text().splitlines():
+                key, count = line.split()
+                lines.append((key, int(count)))
+    return lines
+
+
+def reference_counts(records: int, keys: int) -> list[tuple[str, int]]:
+    """What batch_counts.py must write: one line per key, the number of its records."""
+    return sorted(Counter(f"k{i % keys}" for i in range(records)).items())
