@@ -3,15 +3,18 @@
 Directories are walked recursively; names starting with '.' or '_' are skipped, files
 and directories alike, as Flink's DefaultFileFilter does (they mark hidden, in-progress
 or metadata files). Paths named explicitly are read even if hidden: the user asked
-for them. Pure functions of the file system listing, unit-tested directly.
+for them. S3 URIs (`s3://`, `s3a://`, `s3p://`) are listed by the `list_objects` function
+the caller passes (`s3_files.S3Files.list_files`), with the same rules. Pure functions of the
+listings, unit-tested directly.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from strom.common.key_groups import stable_hash
+from strom.common.s3_client import is_s3_uri
 
 
 def local_path(path: str) -> str:
@@ -25,10 +28,16 @@ def is_hidden(name: str) -> bool:
     return name.startswith((".", "_"))
 
 
-def enumerate_files(paths: Sequence[str]) -> list[str]:
-    """Every readable file under `paths`, sorted so that all subtasks see one order."""
+def enumerate_files(paths: Sequence[str], list_objects: Callable[[str], list[str]] | None = None) -> list[str]:
+    """Every readable file under `paths`, sorted so that all subtasks see one order. S3 URIs are
+    listed by `list_objects(uri)` (object URIs), local paths by walking the file system."""
     found: list[str] = []
     for raw in paths:
+        if is_s3_uri(raw):
+            if list_objects is None:
+                raise ValueError(f"file source: path {raw!r} is an S3 URI but no S3 listing was given")
+            found.extend(list_objects(raw))
+            continue
         path = local_path(raw)
         if os.path.isdir(path):
             for root, dirs, files in os.walk(path):

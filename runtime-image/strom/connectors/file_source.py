@@ -4,7 +4,10 @@ Bounded (`process_static_file_set`, the default): the files present at start are
 divided among subtasks by `file_enumeration.static_share`. Monitored
 (`monitor_continuously(interval)`): unbounded; every subtask rescans at the interval
 and reads each new file it owns (`file_enumeration.owner_of`) exactly once. Files are
-read whole, never split, like Flink's non-splittable stream formats.
+read whole, never split, like Flink's non-splittable stream formats. Paths are local
+(`/data`, `file:///data`) or S3 URIs (`s3://bucket/prefix/`, `s3a://`, `s3p://`): objects are
+listed and streamed through boto3 with the job's `s3.*` options (`s3_files`), in STREAMING and
+in BATCH mode alike.
 
 Checkpoints keep each reader's progress as (file, lines already read): a bounded reader's splits
 are its current file with its offset and the files it has not opened; restored at another
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import lzma
 import threading
 import time
@@ -24,33 +28,46 @@ from collections.abc import Callable
 from itertools import islice
 from typing import IO, Any
 
+from strom.common.s3_client import is_s3_uri, split_s3_uri
 from strom.common.time import Duration, to_millis
 from strom.connectors.base import Boundedness, Source, SourceReader, SourceReaderContext
 from strom.connectors.file_enumeration import enumerate_files, new_owned_files, static_share
+from strom.connectors.s3_files import S3Files
 
 # How long an idle reader may wait inside poll() before returning []: the contract's limit.
 _MAX_POLL_WAIT_S = 0.05
 
 # Flink decompresses by file extension; the same codecs that the standard library has.
-_DECOMPRESSORS: dict[str, Callable[..., IO[Any]]] = {
-    ".gz": gzip.open,
-    ".gzip": gzip.open,
-    ".bz2": bz2.open,
-    ".xz": lzma.open,
+_DECOMPRESSORS: dict[str, Callable[[IO[bytes]], IO[bytes]]] = {
+    ".gz": lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"),
+    ".gzip": lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"),
+    ".bz2": bz2.BZ2File,
+    ".xz": lzma.LZMAFile,
 }
 
 
-class TextFileReader:
-    """Lines of one file without their line terminator (\\n, \\r\\n or \\r, as Java's readLine)."""
+def _decompressed(path: str, raw: IO[bytes]) -> IO[bytes]:
+    for ext, fn in _DECOMPRESSORS.items():
+        if path.endswith(ext):
+            return fn(raw)
+    return raw
 
-    def __init__(self, path: str, charset: str) -> None:
-        opener: Callable[..., IO[Any]] = open
-        for ext, fn in _DECOMPRESSORS.items():
-            if path.endswith(ext):
-                opener = fn
-                break
-        # errors="replace": Java's InputStreamReader replaces malformed input, it does not fail.
-        self._file = opener(path, "rt", encoding=charset, errors="replace", newline=None)
+
+class TextFileReader:
+    """Lines of one file without their line terminator (\\n, \\r\\n or \\r, as Java's readLine).
+
+    Reads a binary stream (a local file or an S3 object's body), decompressed by the path's suffix."""
+
+    def __init__(self, path: str, charset: str, raw: IO[bytes] | None = None) -> None:
+        self._raw = open(path, "rb") if raw is None else raw  # closed by close()
+        try:
+            # errors="replace": Java's InputStreamReader replaces malformed input, it does not fail.
+            self._file = io.TextIOWrapper(
+                _decompressed(path, self._raw), encoding=charset, errors="replace", newline=None
+            )
+        except BaseException:
+            self._raw.close()
+            raise
         self.path = path
         self.lines_read = 0  # the offset a checkpoint keeps: lines, so compressed files resume too
 
@@ -66,7 +83,10 @@ class TextFileReader:
             self.lines_read += 1
 
     def close(self) -> None:
-        self._file.close()
+        try:
+            self._file.close()
+        finally:
+            self._raw.close()  # a decompressor does not close the stream it was given
 
 
 class StreamFormat:
@@ -79,19 +99,43 @@ class StreamFormat:
     def text_line_format(charset_name: str = "UTF-8") -> StreamFormat:
         return StreamFormat(charset_name)
 
-    def open(self, path: str) -> TextFileReader:
-        return TextFileReader(path, self.charset)
+    def open(self, path: str, raw: IO[bytes] | None = None) -> TextFileReader:
+        """A reader of the file `path`, over `raw` (its bytes) when given, else the local file."""
+        return TextFileReader(path, self.charset, raw)
 
 
-FileSplit = tuple[str, int]  # (path, lines already read)
+class FileSystems:
+    """Where a reader's paths live: local files, or S3 objects through one client built on first use
+    from the job's `s3.*` options (a job reading only local files never imports boto3)."""
+
+    def __init__(self, config: Any = None) -> None:
+        self._config = config
+        self._s3: S3Files | None = None
+
+    def _s3_files(self) -> S3Files:
+        if self._s3 is None:
+            self._s3 = S3Files.from_config(self._config)
+        return self._s3
+
+    def enumerate(self, paths: list[str]) -> list[str]:
+        lister = self._s3_files().list_files if any(is_s3_uri(p) for p in paths) else None
+        return enumerate_files(paths, lister)
+
+    def open(self, path: str, stream_format: StreamFormat) -> TextFileReader:
+        raw = self._s3_files().open(path) if is_s3_uri(path) else None
+        return stream_format.open(path, raw)
+
+
+FileSplit = tuple[str, int]  # (path or object URI, lines already read)
 
 
 class StaticFileSourceReader(SourceReader):
     """Reads a fixed list of files one after the other, then ends."""
 
-    def __init__(self, files: list[str], stream_format: StreamFormat) -> None:
+    def __init__(self, files: list[str], stream_format: StreamFormat, file_systems: FileSystems | None = None) -> None:
         self._files: deque[FileSplit] = deque((f, 0) for f in files)
         self._format = stream_format
+        self._fs = file_systems or FileSystems()
         self._current: TextFileReader | None = None
 
     def snapshot_splits(self) -> list[FileSplit]:
@@ -108,7 +152,7 @@ class StaticFileSourceReader(SourceReader):
                 if not self._files:
                     return None
                 path, offset = self._files.popleft()
-                self._current = self._format.open(path)
+                self._current = self._fs.open(path, self._format)
                 if offset:
                     self._current.skip(offset)
             batch = self._current.read_batch(max_records)
@@ -134,10 +178,12 @@ class MonitoringFileSourceReader(SourceReader):
         interval_ms: int,
         subtask_index: int,
         parallelism: int,
+        file_systems: FileSystems | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._paths = paths
         self._format = stream_format
+        self._fs = file_systems or FileSystems()
         self._interval_s = interval_ms / 1000.0
         self._subtask = subtask_index
         self._parallelism = parallelism
@@ -157,13 +203,13 @@ class MonitoringFileSourceReader(SourceReader):
                 self._current.close()
                 self._current = None
             if self._pending:
-                self._current = self._format.open(self._pending.popleft())
+                self._current = self._fs.open(self._pending.popleft(), self._format)
                 continue
             now = self._clock()
             if now >= self._next_scan:
                 self._next_scan = now + self._interval_s
                 self._pending.extend(
-                    new_owned_files(enumerate_files(self._paths), self._seen, self._subtask, self._parallelism)
+                    new_owned_files(self._fs.enumerate(self._paths), self._seen, self._subtask, self._parallelism)
                 )
                 if self._pending:
                     continue
@@ -181,7 +227,7 @@ class MonitoringFileSourceReader(SourceReader):
         self._seen = set(seen)
         self._pending = deque(pending)
         if current is not None:
-            self._current = self._format.open(current[0])
+            self._current = self._fs.open(current[0], self._format)
             self._current.skip(int(current[1]))
 
     def cancel(self) -> None:
@@ -199,6 +245,9 @@ class FileSource(Source):
     def __init__(self, stream_format: StreamFormat, paths: tuple[str, ...], monitor_interval_ms: int | None) -> None:
         if not paths:
             raise ValueError("FileSource needs at least one path")
+        for path in paths:
+            if is_s3_uri(path):
+                split_s3_uri(path)  # a malformed URI fails when the job is built, not in a task
         self.stream_format = stream_format
         self.paths = list(paths)
         self.monitor_interval_ms = monitor_interval_ms
@@ -213,15 +262,17 @@ class FileSource(Source):
         return Boundedness.CONTINUOUS_UNBOUNDED
 
     def create_reader(self, context: SourceReaderContext) -> SourceReader:
+        file_systems = FileSystems(context.config)
         if self.monitor_interval_ms is None:
-            files = static_share(enumerate_files(self.paths), context.subtask_index, context.parallelism)
-            return StaticFileSourceReader(files, self.stream_format)
+            files = static_share(file_systems.enumerate(self.paths), context.subtask_index, context.parallelism)
+            return StaticFileSourceReader(files, self.stream_format, file_systems)
         return MonitoringFileSourceReader(
             self.paths,
             self.stream_format,
             interval_ms=self.monitor_interval_ms,
             subtask_index=context.subtask_index,
             parallelism=context.parallelism,
+            file_systems=file_systems,
         )
 
 
