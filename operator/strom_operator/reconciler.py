@@ -27,6 +27,7 @@ from strom_operator.autoscaling import evaluate_autoscaler
 from strom_operator.batch.batch_reconciler import BatchReconciler, is_batch
 from strom_operator.builders import build_job_objects, scaling_of
 from strom_operator.deletion import next_deletion_step
+from strom_operator.ha_data import checkpoints_dir, ha_data_uri, newer_checkpoint, read_checkpoint_pointers
 from strom_operator.jobmanager_client import JobManagerClient, JobManagerError, JobManagerUnreachable
 from strom_operator.kube_api import KubeApi, KubeApiError
 from strom_operator.labels import FlinkJobRef, jobmanager_name, taskmanager_name
@@ -36,7 +37,7 @@ from strom_operator.observed import ObservedJob, SavepointTrigger
 from strom_operator.observer import Observer
 from strom_operator.operator_options import OperatorOptions
 from strom_operator.rescaling import autoscaler_blocked, begin_rescale
-from strom_operator.savepoint_disposal import DisposalError, S3Access, dispose_savepoint
+from strom_operator.savepoint_disposal import DisposalError, S3Access, dispose_savepoint, remove_directory
 from strom_operator.spec import FlinkJobSpec
 from strom_operator.status import FlinkJobStatus, status_patch
 from strom_operator.steps import (
@@ -63,6 +64,16 @@ WARNING_REASONS = {"InvalidSpec", "SavepointFailed", "DeploymentTimeout", "JobFa
                                       "CreateContainerConfigError", "InvalidImageName")}
 
 EventPoster = Callable[[Mapping[str, Any], str, str, str], None]
+
+
+def _restoring(step: DeployJob, path: str) -> DeployJob:
+    """`step` deploying from `path` instead, with the status saying so."""
+    status = step.status
+    if status.restored_from is not None:
+        status = replace(status, restored_from=replace(
+            status.restored_from, kind="checkpoint", path=path, age="",
+            why="the latest completed checkpoint (it completed after the last observation)"))
+    return replace(step, restore_from=path, status=status)
 
 
 def _no_events(body: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
@@ -229,6 +240,9 @@ class Reconciler:
                       step: Step, now: datetime) -> None:
         """Do what `step` says, then write its status (idempotent: a repeated step does no harm)."""
         if isinstance(step, DeployJob):
+            newer = await self._clear_ha_data(ref, body, step.spec, step.restore_from)
+            if newer is not None:
+                step = _restoring(step, newer)
             for obj in build_job_objects(ref, step.spec, restore_from=step.restore_from,
                                          allow_non_restored_state=step.allow_non_restored_state,
                                          vertex_parallelism=step.vertex_parallelism):
@@ -278,14 +292,44 @@ class Reconciler:
             timeout = OperatorOptions.from_flink_configuration(spec.flink_configuration).savepoint_timeout_s
             requests.watch(step.trigger_id, base, self.client, timeout_s=timeout)
 
-    async def _dispose(self, ref: FlinkJobRef, body: Mapping[str, Any], spec: FlinkJobSpec,
-                       paths: tuple[str, ...]) -> None:
+    async def _s3_access(self, ref: FlinkJobRef, spec: FlinkJobSpec) -> S3Access:
         credentials: dict[str, str] = {}
         if spec.s3.credentials_secret:
             secret = await self.kube.get("Secret", ref.namespace, spec.s3.credentials_secret)
             data = (secret or {}).get("data") or {}
             credentials = {k: base64.b64decode(v).decode() for k, v in data.items()}
-        access = S3Access.of(spec, credentials)
+        return S3Access.of(spec, credentials)
+
+    async def _clear_ha_data(self, ref: FlinkJobRef, body: Mapping[str, Any], spec: FlinkJobSpec,
+                             restore_from: str | None) -> str | None:
+        """Remove HA data an earlier JobManager left (ha_data.py) before a JobManager is deployed from
+        the snapshot the lifecycle chose; a newer checkpoint of the same job that the data points to
+        is returned (it replaces the chosen one). Only while no JobManager Deployment exists: a
+        DeployJob repeated after its objects were applied (an operator restarted in between) must not
+        take the running JobManager's recovery data away. A failure raises: deploying anyway could
+        resume the stale job, so the pass is retried."""
+        uri = ha_data_uri(ref, spec)
+        if uri is None or await self.kube.get("Deployment", ref.namespace, jobmanager_name(ref)) is not None:
+            return None
+        access = await self._s3_access(ref, spec)
+        try:
+            pointers = await asyncio.to_thread(read_checkpoint_pointers, uri, access)
+            newer = newer_checkpoint(restore_from, checkpoints_dir(ref, spec), pointers)
+            removed = await asyncio.to_thread(remove_directory, uri, access, what="high-availability data")
+        except Exception as e:  # botocore's errors reading the pointers, DisposalError removing them
+            self.post_event(body, "Warning", "HaDataCleanupFailed", f"{e}; not deploying until it is removed")
+            raise
+        if newer is not None:
+            self.post_event(body, "Normal", "NewerCheckpoint",
+                            f"restoring {newer}, completed after {restore_from} was chosen")
+        if removed:
+            self.post_event(body, "Normal", "HaDataRemoved",
+                            f"removed {removed} files of an earlier JobManager's high-availability data at {uri}")
+        return newer
+
+    async def _dispose(self, ref: FlinkJobRef, body: Mapping[str, Any], spec: FlinkJobSpec,
+                       paths: tuple[str, ...]) -> None:
+        access = await self._s3_access(ref, spec)
         for path in paths:
             try:
                 removed = await asyncio.to_thread(dispose_savepoint, path, access)

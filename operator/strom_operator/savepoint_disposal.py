@@ -57,32 +57,40 @@ class S3Access:
 def dispose_savepoint(path: str, s3: S3Access) -> int:
     """Remove the savepoint at `path` (its directory or its `_metadata` file's URI); the number of
     files removed. A savepoint already gone removes nothing and is no error."""
-    root = path[: -len("/_metadata")] if path.endswith("/_metadata") else path.rstrip("/")
-    if root.startswith("s3://"):
-        return _dispose_s3(root, s3)
-    if root.startswith("file://"):
-        return _dispose_file(unquote(urlparse(root).path))
-    raise DisposalError(f"cannot dispose of savepoint {path!r}: expected an s3:// or file:// URI")
+    root = path[: -len("/_metadata")] if path.endswith("/_metadata") else path
+    return remove_directory(root, s3, what="savepoint")
 
 
-def _dispose_file(directory: str) -> int:
+def remove_directory(uri: str, s3: S3Access, *, what: str = "directory") -> int:
+    """Remove everything under `uri` (s3:// (also Flink's s3a:// and s3p://) or file://); the number
+    of files removed. A directory already gone removes nothing and is no error."""
+    root = uri.rstrip("/")
+    scheme = root.split("://", 1)[0].lower() if "://" in root else ""
+    if scheme in ("s3", "s3a", "s3p"):
+        return _remove_s3(root, s3, what)
+    if scheme == "file":
+        return _remove_file(unquote(urlparse(root).path), what)
+    raise DisposalError(f"cannot remove {what} {uri!r}: expected an s3:// or file:// URI")
+
+
+def _remove_file(directory: str, what: str) -> int:
     if not os.path.exists(directory):
         return 0
     if not os.path.isdir(directory):
-        raise DisposalError(f"cannot dispose of savepoint file://{directory}: not a directory")
+        raise DisposalError(f"cannot remove {what} file://{directory}: not a directory")
     count = sum(len(files) for _, _, files in os.walk(directory))
     try:
         shutil.rmtree(directory)
     except OSError as e:
-        raise DisposalError(f"cannot dispose of savepoint file://{directory}: {e}") from None
+        raise DisposalError(f"cannot remove {what} file://{directory}: {e}") from None
     return count
 
 
-def _dispose_s3(uri: str, s3: S3Access) -> int:
+def _remove_s3(uri: str, s3: S3Access, what: str) -> int:
     parsed = urlparse(uri)
     bucket, prefix = parsed.netloc, parsed.path.lstrip("/") + "/"
     if not bucket or prefix == "/":
-        raise DisposalError(f"cannot dispose of savepoint {uri}: expected s3://bucket/path/to/savepoint")
+        raise DisposalError(f"cannot remove {what} {uri}: expected s3://bucket/path")
     client = s3.client()
     removed = 0
     try:
@@ -94,11 +102,11 @@ def _dispose_s3(uri: str, s3: S3Access) -> int:
                 errors = answer.get("Errors") or []
                 if errors:
                     first = errors[0]
-                    raise DisposalError(f"cannot dispose of savepoint {uri}: {first.get('Key')}: "
+                    raise DisposalError(f"cannot remove {what} {uri}: {first.get('Key')}: "
                                         f"{first.get('Code')} {first.get('Message')}")
                 removed += len(keys)
     except DisposalError:
         raise
     except Exception as e:  # botocore's errors: endpoint, credentials, permissions
-        raise DisposalError(f"cannot dispose of savepoint {uri}: {type(e).__name__}: {e}") from None
+        raise DisposalError(f"cannot remove {what} {uri}: {type(e).__name__}: {e}") from None
     return removed

@@ -37,6 +37,22 @@ def _details(k8s: Cluster, name: str, operator: RunningOperator, kubelet: Any) -
     return lambda: f"{k8s.status(name)}\n{operator.log()}\n{kubelet.logs()}"
 
 
+def _plant_stale_ha_job(k8s: Cluster, name: str, s3: S3Server, details: Any) -> str:
+    """Copy the running job's HA data (job graph, checkpoint pointer) under another job id, as a
+    JobManager deleted while its job still ran would leave it; the S3 key prefix of the copy. Left
+    there, the next JobManager would resume that job instead of starting from the upgrade's savepoint."""
+    ha = f"{name}/chk/_ha/{name}/jobs/"
+    wait_until(lambda: any(k.endswith("/checkpoint") for k in s3_objects(s3, ha)), timeout=30,
+               what="the job's checkpoint pointer in the HA data", details=details)
+    client = s3.client()
+    stale = f"{ha}{'5' * 32}/"
+    for key in s3_objects(s3, ha):
+        body = client.get_object(Bucket=s3.bucket, Key=key)["Body"].read()
+        client.put_object(Bucket=s3.bucket, Key=stale + key[len(ha):].split("/", 1)[1], Body=body)
+    assert s3_objects(s3, stale)
+    return stale
+
+
 @pytest.mark.timeout(300)  # a loaded machine slows every process start and savepoint down
 def test_savepoint_upgrade_lands_in_s3_and_the_new_job_continues_the_keyed_sums(
         k8s: Cluster, operator: RunningOperator, kubelet: Any, s3_server: S3Server, tmp_path: Path):
@@ -48,6 +64,7 @@ def test_savepoint_upgrade_lands_in_s3_and_the_new_job_continues_the_keyed_sums(
     details = _details(k8s, name, operator, kubelet)
     wait_until(lambda: lifecycle(k8s, name) == "STABLE", timeout=60, what="the first job RUNNING", details=details)
     wait_until(lambda: s3_objects(s3_server, f"{name}/chk/"), timeout=30, what="a checkpoint in S3", details=details)
+    stale = _plant_stale_ha_job(k8s, name, s3_server, details)
 
     # the upgrade: a new output directory is a deployment-relevant change
     k8s.call(lambda k: k.merge_patch("FlinkJob", k8s.namespace, name, {"spec": {"job": {"args": [str(second)]}}}))
@@ -61,7 +78,8 @@ def test_savepoint_upgrade_lands_in_s3_and_the_new_job_continues_the_keyed_sums(
     prefix = s3_key_prefix(s3_server, savepoint["path"])
     assert prefix.startswith(f"{name}/sp/")
     assert f"{prefix}_metadata" in s3_objects(s3_server, prefix)
-    # the new JobManager starts from that savepoint
+    # the new JobManager starts from that savepoint: HA data an earlier JobManager left is gone first
+    assert not s3_objects(s3_server, stale)
     assert restored_from(jobmanager_args(k8s, name)) == savepoint["path"]
     assert status["restoredFrom"]["kind"] == "savepoint" and status["restoredFrom"]["path"] == savepoint["path"]
 
