@@ -159,6 +159,19 @@ def test_readers_resume_mid_object_at_another_parallelism(
     assert Counter(emitted + rest) == reference(readable)
 
 
+def test_a_restored_reader_reads_its_splits_without_listing_the_prefix(s3_server: S3Server) -> None:
+    """The splits say what is left; the prefix (here: gone, its objects moved elsewhere) is not listed."""
+    key = f"moved-{secrets.token_hex(4)}/a.txt"
+    upload(s3_server, {key: lines(10, "a")})
+    source = text_source(f"s3://{s3_server.bucket}/gone-{secrets.token_hex(4)}/")
+    reader = source.create_reader(SourceReaderContext(0, 1, s3_server.config()))
+    reader.restore_splits([(f"s3://{s3_server.bucket}/{key}", 4)])
+    got = []
+    while (batch := reader.poll(100)) is not None:
+        got += batch
+    assert got == [f"a-{i}" for i in range(4, 10)]
+
+
 def test_monitoring_picks_up_objects_uploaded_later_exactly_once(s3_server: S3Server) -> None:
     prefix = f"watch-{secrets.token_hex(4)}"
     upload(s3_server, {f"{prefix}/first.txt": lines(5, "first")})

@@ -24,7 +24,7 @@ import lzma
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import islice
 from typing import IO, Any
 
@@ -130,28 +130,45 @@ FileSplit = tuple[str, int]  # (path or object URI, lines already read)
 
 
 class StaticFileSourceReader(SourceReader):
-    """Reads a fixed list of files one after the other, then ends."""
+    """Reads a fixed list of files one after the other, then ends.
 
-    def __init__(self, files: list[str], stream_format: StreamFormat, file_systems: FileSystems | None = None) -> None:
-        self._files: deque[FileSplit] = deque((f, 0) for f in files)
+    `files` may be a function that lists them: called on first use, so that a reader restored from
+    its splits never lists the paths (an S3 prefix of many objects costs a request per thousand)."""
+
+    def __init__(
+        self,
+        files: Sequence[str] | Callable[[], Sequence[str]],
+        stream_format: StreamFormat,
+        file_systems: FileSystems | None = None,
+    ) -> None:
+        self._listing = files if callable(files) else None
+        self._files: deque[FileSplit] = deque() if callable(files) else deque((f, 0) for f in files)
         self._format = stream_format
         self._fs = file_systems or FileSystems()
         self._current: TextFileReader | None = None
 
+    def _remaining(self) -> deque[FileSplit]:
+        if self._listing is not None:
+            self._files = deque((f, 0) for f in self._listing())
+            self._listing = None
+        return self._files
+
     def snapshot_splits(self) -> list[FileSplit]:
         current = [(self._current.path, self._current.lines_read)] if self._current is not None else []
-        return current + list(self._files)
+        return current + list(self._remaining())
 
     def restore_splits(self, splits: list[FileSplit]) -> None:
         self.close()
+        self._listing = None
         self._files = deque((str(path), int(offset)) for path, offset in splits)
 
     def poll(self, max_records: int) -> list[Any] | None:
         while True:
             if self._current is None:
-                if not self._files:
+                files = self._remaining()
+                if not files:
                     return None
-                path, offset = self._files.popleft()
+                path, offset = files.popleft()
                 self._current = self._fs.open(path, self._format)
                 if offset:
                     self._current.skip(offset)
@@ -264,8 +281,12 @@ class FileSource(Source):
     def create_reader(self, context: SourceReaderContext) -> SourceReader:
         file_systems = FileSystems(context.config)
         if self.monitor_interval_ms is None:
-            files = static_share(file_systems.enumerate(self.paths), context.subtask_index, context.parallelism)
-            return StaticFileSourceReader(files, self.stream_format, file_systems)
+            paths, subtask, parallelism = self.paths, context.subtask_index, context.parallelism
+
+            def my_share() -> list[str]:
+                return static_share(file_systems.enumerate(paths), subtask, parallelism)
+
+            return StaticFileSourceReader(my_share, self.stream_format, file_systems)
         return MonitoringFileSourceReader(
             self.paths,
             self.stream_format,
