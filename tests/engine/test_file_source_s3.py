@@ -372,6 +372,11 @@ def test_an_unreachable_endpoint_fails_naming_the_uri_and_the_endpoint() -> None
         _read_all("s3://b/p/", config)
 
 
+def test_an_endpoint_without_a_scheme_is_a_config_error_naming_the_key() -> None:
+    with pytest.raises(ValueError, match=r"invalid value 'minio:9000' for 's3.endpoint': expected a URL"):
+        _read_all("s3://b/p/", {"s3.endpoint": "minio:9000"})
+
+
 def test_a_malformed_uri_fails_when_the_source_is_built() -> None:
     with pytest.raises(ValueError, match="invalid S3 URI 's3:///no-bucket'"):
         text_source("s3:///no-bucket")

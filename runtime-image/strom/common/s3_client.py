@@ -86,6 +86,10 @@ def create_s3_client(settings: S3Settings) -> Any:
         aws_secret_access_key=s.secret_key or None,
         region_name=s.region or None,
     )
+    if s.endpoint and "://" not in s.endpoint:
+        raise ConfigError(
+            f"invalid value {s.endpoint!r} for {S3_ENDPOINT.key!r}: expected a URL such as http://minio:9000"
+        )
     client = session.client(
         "s3",
         endpoint_url=s.endpoint or None,
