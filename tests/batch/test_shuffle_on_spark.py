@@ -1,0 +1,52 @@
+"""The chunked shuffle through real Spark with records that span many chunks (and one record larger
+than a chunk): a keyed function sees each key's records complete and in timestamp order."""
+
+import random
+
+import pytest
+from strom.batch.shuffle_write import CHUNK_BYTES
+from strom.common import Types
+from strom.common.time import Duration
+from strom.common.watermark_strategy import WatermarkStrategy
+from strom.datastream import KeyedProcessFunction
+from strom.datastream.state import ValueStateDescriptor
+
+from tests.batch.batch_testing import run_batch
+
+pytestmark = pytest.mark.usefixtures("spark")
+
+
+class PositionInKey(KeyedProcessFunction):
+    """Emits (key, position of the record among its key's records as seen, timestamp, payload size)."""
+
+    def open(self, runtime_context):
+        self.seen = runtime_context.get_state(ValueStateDescriptor("seen", Types.LONG()))
+
+    def process_element(self, value, ctx):
+        n = self.seen.value() or 0
+        self.seen.update(n + 1)
+        yield (value[0], n, value[2], len(value[1]))
+
+
+def test_keyed_records_spanning_many_chunks_arrive_complete_and_in_timestamp_order():
+    rng = random.Random(11)
+    stamps = rng.sample(range(1_000_000), 24_000)  # distinct: the expected position is the rank by time
+    events = [(f"k{i % 7}", "x" * rng.randint(100, 600), ts) for i, ts in enumerate(stamps)]
+    events.append(("k0", "y" * (2 * CHUNK_BYTES), 500_000))  # one record larger than a whole chunk
+    rng.shuffle(events)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(1)).with_timestamp_assigner(
+        lambda e, _ts: e[2]
+    )
+    got = run_batch(
+        lambda env: (
+            env.from_collection(events)
+            .assign_timestamps_and_watermarks(strategy)
+            .key_by(lambda e: e[0])
+            .process(PositionInKey())
+        )
+    )
+    expected = []
+    for key in {k for k, _, _ in events}:
+        mine = sorted((ts, len(p)) for k, p, ts in events if k == key)
+        expected += [(key, n, ts, size) for n, (ts, size) in enumerate(mine)]
+    assert sorted(got) == sorted(expected)
