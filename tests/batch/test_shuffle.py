@@ -33,15 +33,16 @@ def consumer(*, parallelism=3, sort_by_time=False, broadcast_first=False):
 
 
 def shuffle(spec, sent, *, chunk_bytes=64, run_bytes=512, batch=7, seed=0):
-    """`sent[(input, producer)]` = [(target, value, timestamp)] in sending order -> each partition's
-    batches, with the chunks delivered in a random order (as Spark fetches them)."""
+    """`sent[(input, producer, route)]` = [(target, value, timestamp)] in sending order -> each
+    partition's batches, with the chunks delivered in a random order (as Spark fetches them)."""
     rng = random.Random(seed)
     wire = []
-    for (input_index, producer), records in sent.items():
+    for (input_index, producer, route), records in sent.items():
         w = ShuffleWriter(
             partitions=spec.parallelism,
             input_index=input_index,
             producer=producer,
+            route=route,
             sort_by_time=spec.sort_by_time,
             chunk_bytes=chunk_bytes,
             run_bytes=run_bytes,
@@ -74,25 +75,29 @@ def flatten(batches):
 def reference(spec, sent):
     """What each partition must read, from the sort key the order is defined by."""
     keyed = {p: [] for p in range(spec.parallelism)}
-    for (input_index, producer), records in sent.items():
+    for (input_index, producer, route), records in sent.items():
         for seq, (target, value, ts) in enumerate(records):
             phase = 0 if spec.broadcast_first and input_index == 2 else 1
             time = (MIN_TIME if ts is None else ts) if spec.sort_by_time else 0
             for p in range(spec.parallelism) if target == EVERY_PARTITION else [target]:
-                keyed[p].append(((phase, time, input_index, producer, seq), (input_index, value, ts)))
+                keyed[p].append(((phase, time, input_index, producer, route, seq), (input_index, value, ts)))
     return {p: [r for _, r in sorted(rows, key=lambda kr: kr[0])] for p, rows in keyed.items()}
 
 
-def random_sent(rng, *, inputs=(1,), producers=3, n=200, parallelism=3, times=50, none_share=0.1, broadcast=()):
+def random_sent(
+    rng, *, inputs=(1,), producers=3, n=200, parallelism=3, times=50, none_share=0.1, broadcast=(), routes=1
+):
+    """Records of each (input, producer, route); input i's routes are numbered 10 * i + 0, 1, ..."""
     sent = {}
     for i in inputs:
-        for p in range(producers):
-            rows = []
-            for _ in range(rng.randint(0, n)):
-                target = EVERY_PARTITION if i in broadcast else rng.randrange(parallelism)
-                ts = None if rng.random() < none_share else rng.randrange(times)
-                rows.append((target, (i, p, rng.random()), ts))
-            sent[(i, p)] = rows
+        for route in range(10 * i, 10 * i + routes):
+            for p in range(producers):
+                rows = []
+                for _ in range(rng.randint(0, n)):
+                    target = EVERY_PARTITION if i in broadcast else rng.randrange(parallelism)
+                    ts = None if rng.random() < none_share else rng.randrange(times)
+                    rows.append((target, (i, p, route, rng.random()), ts))
+                sent[(i, p, route)] = rows
     return sent
 
 
@@ -111,12 +116,13 @@ def test_several_producers_and_inputs_read_in_the_reference_order(sort_by_time):
     sort_by_time=st.booleans(),
     broadcast_first=st.booleans(),
     two_inputs=st.booleans(),
+    routes=st.integers(1, 2),
     times=st.sampled_from([1, 3, 1000]),
     chunk_bytes=st.sampled_from([1, 40, 300, 1 << 20]),
     run_bytes=st.sampled_from([1, 200, 5000, 1 << 25]),
 )
 def test_random_shuffles_match_the_reference(
-    seed, sort_by_time, broadcast_first, two_inputs, times, chunk_bytes, run_bytes
+    seed, sort_by_time, broadcast_first, two_inputs, routes, times, chunk_bytes, run_bytes
 ):
     rng = random.Random(seed)
     spec = consumer(parallelism=rng.randint(1, 4), sort_by_time=sort_by_time, broadcast_first=broadcast_first)
@@ -129,6 +135,7 @@ def test_random_shuffles_match_the_reference(
         parallelism=spec.parallelism,
         times=times,
         broadcast=(2,) if broadcast_first else (),
+        routes=routes,
     )
     got = shuffle(spec, sent, chunk_bytes=chunk_bytes, run_bytes=run_bytes, seed=seed)
     assert {p: flatten(b) for p, b in got.items()} == reference(spec, sent)
@@ -143,21 +150,31 @@ def test_broadcast_side_is_read_whole_before_the_other_input(sort_by_time):
     for p in range(spec.parallelism):
         inputs = [inp for inp, _, _ in flatten(got[p])]
         assert inputs == sorted(inputs, reverse=True)  # every 2 before any 1
-        assert inputs.count(2) == len(sent[(2, 0)]) + len(sent[(2, 1)])  # each broadcast record reached p
+        assert inputs.count(2) == len(sent[(2, 0, 20)]) + len(sent[(2, 1, 20)])  # each broadcast record reached p
+    assert {p: flatten(b) for p, b in got.items()} == reference(spec, sent)
+
+
+@pytest.mark.parametrize("sort_by_time", [False, True])
+def test_streams_united_into_one_input_are_runs_of_their_own(sort_by_time):
+    """Two routes feed input 1 (a union): each route's runs stay apart, so each stays sorted."""
+    rng = random.Random(5)
+    spec = consumer(parallelism=2, sort_by_time=sort_by_time)
+    sent = random_sent(rng, inputs=(1,), producers=2, n=400, parallelism=2, times=10_000, routes=2)
+    got = shuffle(spec, sent, chunk_bytes=50, run_bytes=2_000)
     assert {p: flatten(b) for p, b in got.items()} == reference(spec, sent)
 
 
 def test_equal_timestamps_keep_producer_then_arrival_order():
     """Hand-worked: all at t=5 except one earlier record; producer 0's records precede producer 1's."""
     spec = consumer(parallelism=1, sort_by_time=True)
-    sent = {(1, 1): [(0, "b1", 5), (0, "b2", 5), (0, "early", 1)], (1, 0): [(0, "a1", 5), (0, "a2", 5)]}
+    sent = {(1, 1, 0): [(0, "b1", 5), (0, "b2", 5), (0, "early", 1)], (1, 0, 0): [(0, "a1", 5), (0, "a2", 5)]}
     got = flatten(shuffle(spec, sent, chunk_bytes=1, run_bytes=1)[0])
     assert [v for _, v, _ in got] == ["early", "a1", "a2", "b1", "b2"]
 
 
 def test_empty_partitions_and_producers_read_nothing():
     spec = consumer(parallelism=4, sort_by_time=True)
-    sent = {(1, 0): [(2, "x", 1), (2, "y", 0)], (1, 1): []}
+    sent = {(1, 0, 0): [(2, "x", 1), (2, "y", 0)], (1, 1, 0): []}
     got = shuffle(spec, sent)
     assert got[0] == got[1] == got[3] == []
     assert flatten(got[2]) == [(1, "y", 0), (1, "x", 1)]
@@ -169,7 +186,7 @@ def test_records_larger_than_a_chunk_travel_whole(sort_by_time):
     rng = random.Random(3)
     spec = consumer(parallelism=2, sort_by_time=sort_by_time)
     big = ["x" * rng.randint(1, 50_000) + str(i) for i in range(30)]
-    sent = {(1, 0): [(i % 2, v, rng.randrange(10)) for i, v in enumerate(big)]}
+    sent = {(1, 0, 0): [(i % 2, v, rng.randrange(10)) for i, v in enumerate(big)]}
     got = shuffle(spec, sent, chunk_bytes=1000, run_bytes=20_000)
     assert {p: flatten(b) for p, b in got.items()} == reference(spec, sent)
 

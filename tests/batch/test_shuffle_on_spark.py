@@ -50,3 +50,26 @@ def test_keyed_records_spanning_many_chunks_arrive_complete_and_in_timestamp_ord
         mine = sorted((ts, len(p)) for k, p, ts in events if k == key)
         expected += [(key, n, ts, size) for n, (ts, size) in enumerate(mine)]
     assert sorted(got) == sorted(expected)
+
+
+def test_united_streams_feeding_a_keyed_reduce_are_folded_in_timestamp_order():
+    """Two sources united into one keyed input: a reduce keeping the later record ends with each
+    key's latest record (the chunks of each stream form runs of their own, merged by time)."""
+    rng = random.Random(12)
+    stamps = rng.sample(range(1_000_000), 6_000)
+    events = [(f"k{i % 5}", i, ts) for i, ts in enumerate(stamps)]
+    rng.shuffle(events)
+    half = len(events) // 2
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(1)).with_timestamp_assigner(
+        lambda e, _ts: e[2]
+    )
+
+    def build(env):
+        first = env.from_collection(events[:half]).assign_timestamps_and_watermarks(strategy)
+        second = env.from_collection(events[half:]).assign_timestamps_and_watermarks(strategy)
+        return first.union(second).key_by(lambda e: e[0]).reduce(lambda a, b: b)
+
+    latest = {}
+    for e in sorted(events, key=lambda e: e[2]):
+        latest[e[0]] = e
+    assert sorted(run_batch(build)) == sorted(latest.values())

@@ -20,10 +20,13 @@ PICKLE_PROTOCOL = 5
 
 
 class Chunk(NamedTuple):
-    """Records `seq`-th in run `run` of `producer`'s partition on input `input_index` (1 or 2)."""
+    """The `seq`-th chunk of run `run` of `producer`'s partition on route `route` (input `input_index`).
+
+    Several routes can feed one input (a union of streams), so a run is named by its route too."""
 
     input_index: int
     producer: int
+    route: int
     run: int
     seq: int
     data: bytes  # pickled (values, timestamps or None when no record has one)

@@ -6,7 +6,8 @@ pin it):
 1. where broadcast state is built, the whole broadcast side (input 2) first;
 2. then, for keyed consumers (`sort_by_time`), records by timestamp, records without one first;
    equal timestamps, and every consumer that does not sort, in producer order: input 1 before
-   input 2, producer partition 0 before 1, and each producer's records in the order it sent them.
+   input 2, producer partition 0 before 1 (of streams united into one input, the route first
+   planned before the next), and each producer's records in the order it sent them.
 
 Chunks arrive in whatever order Spark fetched them; they are grouped into runs by their headers
 and only then decoded, one chunk per run at a time, so a partition's memory stays near the size of
@@ -58,11 +59,11 @@ class RunCursor:
 
 def group_runs(consumer: StageSpec, records: Iterable[tuple[int, Chunk]]) -> list[list[RunCursor]]:
     """The runs of each phase (broadcast side first where it applies), each phase's in producer order."""
-    grouped: dict[tuple[int, int, int, int], list[tuple[int, bytes]]] = {}
+    grouped: dict[tuple[int, int, int, int, int], list[tuple[int, bytes]]] = {}
     broadcast_first = consumer.broadcast_first
-    for _target, (input_index, producer, run, seq, data) in records:
+    for _target, (input_index, producer, route, run, seq, data) in records:
         phase = 0 if broadcast_first and input_index == 2 else 1
-        grouped.setdefault((phase, input_index, producer, run), []).append((seq, data))
+        grouped.setdefault((phase, input_index, producer, route, run), []).append((seq, data))
     phases: dict[int, list[RunCursor]] = {}
     for key in sorted(grouped):
         chunks = sorted(grouped.pop(key), key=itemgetter(0))

@@ -42,6 +42,7 @@ class ShuffleWriter:
         partitions: int,
         input_index: int,
         producer: int,
+        route: int = 0,
         sort_by_time: bool,
         chunk_bytes: int = CHUNK_BYTES,
         run_bytes: int = RUN_BYTES,
@@ -49,6 +50,7 @@ class ShuffleWriter:
         self.partitions = partitions
         self.input_index = input_index
         self.producer = producer
+        self.route = route
         self.sort_by_time = sort_by_time
         self.chunk_bytes = chunk_bytes
         self.run_bytes = run_bytes
@@ -119,7 +121,7 @@ class ShuffleWriter:
             end = start + self._chunk_records()
             data = encode_columns(values[start:end], stamps[start:end])
             self._learn(len(data), min(end, len(values)) - start)
-            chunk = Chunk(self.input_index, self.producer, self._run, self._seq, data)
+            chunk = Chunk(self.input_index, self.producer, self.route, self._run, self._seq, data)
             self._seq += 1
             if target == EVERY_PARTITION:
                 for p in range(self.partitions):
@@ -153,6 +155,7 @@ def write_shuffle(
         partitions=consumer.parallelism,
         input_index=inp.input_index,
         producer=producer,
+        route=inp.route,
         sort_by_time=consumer.sort_by_time,
     )
     route = inp.route
