@@ -7,6 +7,15 @@ run), then runs one program twice: file source -> parse -> key_by -> tumbling 60
 windows -> count and sum per key and window -> file sink. STREAMING runs in-process on the engine
 (threads), BATCH on Spark (`local[*]` unless --spark-master). Prints each runtime (Spark's startup
 counted apart), the ratio, and whether both wrote the same results. A benchmark, not a test.
+
+Figures (2-core VM, parallelism 2, `local[*]`, one run each; both modes in the same run):
+
+    --size 100MB, BATCH with the per-record shuffle (repartitionAndSortWithinPartitions, at c4c8206):
+        STREAMING 31.4 s, BATCH 114.0 s, ratio 3.63, results identical
+    --size 100MB, BATCH with the chunked shuffle (strom/batch/shuffle_write.py, shuffle_read.py):
+        STREAMING 29.9 s, BATCH 28.4 s, ratio 0.95, results identical (991,236 rows)
+    --size 1GB (57,757,021 lines), chunked shuffle:
+        STREAMING 250.2 s, BATCH 154.8 s (+ 10.3 s Spark startup), ratio 0.62, results identical (9,603,080 rows)
 """
 
 from __future__ import annotations
