@@ -4,6 +4,7 @@ CLI flags and Spark settings."""
 import pytest
 from strom.batch.plan import build_plan
 from strom.batch.routing import BatchRouter
+from strom.batch.spark_executor import memory_bytes
 from strom.batch.spark_session import ensure_java_home, spark_settings
 from strom.batch.validation import BatchModeError
 from strom.cli import build_configuration, parse_run_args
@@ -94,3 +95,12 @@ def test_java_home_is_derived_from_java_on_path_when_unset(tmp_path, monkeypatch
     environ: dict[str, str] = {}
     assert ensure_java_home(environ) == str(jdk)
     assert environ["JAVA_HOME"] == str(jdk)
+
+
+def test_python_worker_memory_sizes_parse_as_spark_writes_them():
+    assert memory_bytes("512m") == 512 << 20
+    assert memory_bytes("2g") == 2 << 30
+    assert memory_bytes("1536k") == 1536 << 10
+    assert memory_bytes("300") == 300 << 20  # a bare number is MiB
+    with pytest.raises(ValueError, match="'spark.python.worker.memory'.*'512m'"):
+        memory_bytes("lots")

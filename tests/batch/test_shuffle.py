@@ -8,6 +8,7 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strom.batch.chunk_store import ChunkStore
 from strom.batch.plan import StageInput, StageSpec
 from strom.batch.routing import EVERY_PARTITION, BatchRouter
 from strom.batch.shuffle_read import read_shuffle
@@ -32,7 +33,7 @@ def consumer(*, parallelism=3, sort_by_time=False, broadcast_first=False):
     )
 
 
-def shuffle(spec, sent, *, chunk_bytes=64, run_bytes=512, batch=7, seed=0):
+def shuffle(spec, sent, *, chunk_bytes=64, run_bytes=512, batch=7, seed=0, memory_bytes=1 << 30):
     """`sent[(input, producer, route)]` = [(target, value, timestamp)] in sending order -> each
     partition's batches, with the chunks delivered in a random order (as Spark fetches them)."""
     rng = random.Random(seed)
@@ -64,7 +65,7 @@ def shuffle(spec, sent, *, chunk_bytes=64, run_bytes=512, batch=7, seed=0):
     out = {}
     for p in range(spec.parallelism):
         mine = [(t, c) for t, c in wire if t == p]
-        out[p] = list(read_shuffle(spec, mine, batch_records=batch))
+        out[p] = list(read_shuffle(spec, mine, batch_records=batch, memory_bytes=memory_bytes))
     return out
 
 
@@ -120,9 +121,10 @@ def test_several_producers_and_inputs_read_in_the_reference_order(sort_by_time):
     times=st.sampled_from([1, 3, 1000]),
     chunk_bytes=st.sampled_from([1, 40, 300, 1 << 20]),
     run_bytes=st.sampled_from([1, 200, 5000, 1 << 25]),
+    memory_bytes=st.sampled_from([0, 2000, 1 << 30]),
 )
 def test_random_shuffles_match_the_reference(
-    seed, sort_by_time, broadcast_first, two_inputs, routes, times, chunk_bytes, run_bytes
+    seed, sort_by_time, broadcast_first, two_inputs, routes, times, chunk_bytes, run_bytes, memory_bytes
 ):
     rng = random.Random(seed)
     spec = consumer(parallelism=rng.randint(1, 4), sort_by_time=sort_by_time, broadcast_first=broadcast_first)
@@ -137,7 +139,7 @@ def test_random_shuffles_match_the_reference(
         broadcast=(2,) if broadcast_first else (),
         routes=routes,
     )
-    got = shuffle(spec, sent, chunk_bytes=chunk_bytes, run_bytes=run_bytes, seed=seed)
+    got = shuffle(spec, sent, chunk_bytes=chunk_bytes, run_bytes=run_bytes, seed=seed, memory_bytes=memory_bytes)
     assert {p: flatten(b) for p, b in got.items()} == reference(spec, sent)
 
 
@@ -229,3 +231,23 @@ def test_router_targets_follow_the_engines_partitioners(kind, producer, producer
     if isinstance(expected, list):
         got = got + router.targets(list(range(3)))  # the rotation continues across batches
     assert got == expected
+
+
+def test_chunks_past_the_memory_budget_wait_on_disk_and_read_back_unchanged(tmp_path):
+    store = ChunkStore(memory_bytes=10, directory=str(tmp_path))
+    chunks = [b"0123456789", b"abc", bytes(range(256)) * 100, b"z"]
+    refs = [store.put(c) for c in chunks]
+    assert refs[0] == chunks[0]  # within the budget: kept as it is
+    assert all(isinstance(r, tuple) for r in refs[1:])  # the budget was used up: the rest spilled
+    assert (store.in_memory, store.spilled) == (10, sum(map(len, chunks[1:])))
+    assert [store.get(r) for r in reversed(refs)] == chunks[::-1]
+    store.close()
+
+
+@pytest.mark.parametrize("sort_by_time", [False, True])
+def test_a_partition_whose_chunks_all_spilled_reads_the_reference_order(sort_by_time):
+    rng = random.Random(6)
+    spec = consumer(sort_by_time=sort_by_time)
+    sent = random_sent(rng, inputs=(1, 2), producers=3, n=300)
+    got = shuffle(spec, sent, memory_bytes=0)
+    assert {p: flatten(b) for p, b in got.items()} == reference(spec, sent)

@@ -5,7 +5,7 @@ import random
 
 import pytest
 from strom.batch.shuffle_write import CHUNK_BYTES
-from strom.common import Types
+from strom.common import Configuration, Types
 from strom.common.time import Duration
 from strom.common.watermark_strategy import WatermarkStrategy
 from strom.datastream import KeyedProcessFunction
@@ -28,7 +28,9 @@ class PositionInKey(KeyedProcessFunction):
         yield (value[0], n, value[2], len(value[1]))
 
 
-def test_keyed_records_spanning_many_chunks_arrive_complete_and_in_timestamp_order():
+@pytest.mark.parametrize("worker_memory", [None, "1k"], ids=["in-memory", "spilled"])
+def test_keyed_records_spanning_many_chunks_arrive_complete_and_in_timestamp_order(worker_memory):
+    """With spark.python.worker.memory=1k nearly every chunk waits in a local file before it is read."""
     rng = random.Random(11)
     stamps = rng.sample(range(1_000_000), 24_000)  # distinct: the expected position is the rank by time
     events = [(f"k{i % 7}", "x" * rng.randint(100, 600), ts) for i, ts in enumerate(stamps)]
@@ -37,14 +39,18 @@ def test_keyed_records_spanning_many_chunks_arrive_complete_and_in_timestamp_ord
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(1)).with_timestamp_assigner(
         lambda e, _ts: e[2]
     )
-    got = run_batch(
-        lambda env: (
+
+    def build(env):
+        if worker_memory is not None:
+            env.configure(Configuration({"spark.python.worker.memory": worker_memory}))
+        return (
             env.from_collection(events)
             .assign_timestamps_and_watermarks(strategy)
             .key_by(lambda e: e[0])
             .process(PositionInKey())
         )
-    )
+
+    got = run_batch(build)
     expected = []
     for key in {k for k, _, _ in events}:
         mine = sorted((ts, len(p)) for k, p, ts in events if k == key)

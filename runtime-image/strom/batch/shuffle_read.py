@@ -10,8 +10,8 @@ pin it):
    planned before the next), and each producer's records in the order it sent them.
 
 Chunks arrive in whatever order Spark fetched them; they are grouped into runs by their headers
-and only then decoded, one chunk per run at a time, so a partition's memory stays near the size of
-its serialized input. Runs of a sorting consumer are merged a slice at a time: every record earlier
+and kept serialized (`chunk_store`: in memory up to a budget, then in a local file), and only
+decoded one chunk per run at a time. Runs of a sorting consumer are merged a slice at a time: every record earlier
 than the earliest end of a decoded chunk can be emitted, and a stable sort of those slices (C code,
 not a heap step per record) puts them in order.
 """
@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator
 from operator import itemgetter
 from typing import Any
 
+from strom.batch.chunk_store import ChunkRef, ChunkStore, spill_directory
 from strom.batch.chunks import Chunk, decode_columns, sort_times
 from strom.batch.plan import StageSpec
 
@@ -32,10 +33,11 @@ Batch = tuple[int, list[Any], list[Any] | None]  # (input index, values, timesta
 class RunCursor:
     """A run's chunks (serialized, in order) and the one decoded at the moment."""
 
-    __slots__ = ("input_index", "_pending", "values", "stamps", "times", "pos")
+    __slots__ = ("input_index", "_store", "_pending", "values", "stamps", "times", "pos")
 
-    def __init__(self, input_index: int, chunks: list[bytes]) -> None:
+    def __init__(self, input_index: int, chunks: list[ChunkRef], store: ChunkStore) -> None:
         self.input_index = input_index
+        self._store = store
         self._pending = chunks[::-1]  # popped from the end; a decoded chunk's bytes are dropped
         self.values: list[Any] = []
         self.stamps: list[Any] | None = None
@@ -45,7 +47,7 @@ class RunCursor:
     def load(self, *, with_times: bool) -> bool:
         """Decode the next chunk; False (and nothing loaded) when the run is done."""
         while self._pending:
-            values, stamps = decode_columns(self._pending.pop())
+            values, stamps = decode_columns(self._store.get(self._pending.pop()))
             if values:
                 self.values, self.stamps, self.pos = values, stamps, 0
                 if with_times:
@@ -57,29 +59,37 @@ class RunCursor:
         return False
 
 
-def group_runs(consumer: StageSpec, records: Iterable[tuple[int, Chunk]]) -> list[list[RunCursor]]:
+def group_runs(consumer: StageSpec, records: Iterable[tuple[int, Chunk]], store: ChunkStore) -> list[list[RunCursor]]:
     """The runs of each phase (broadcast side first where it applies), each phase's in producer order."""
-    grouped: dict[tuple[int, int, int, int, int], list[tuple[int, bytes]]] = {}
+    grouped: dict[tuple[int, int, int, int, int], list[tuple[int, ChunkRef]]] = {}
     broadcast_first = consumer.broadcast_first
+    put = store.put
     for _target, (input_index, producer, route, run, seq, data) in records:
         phase = 0 if broadcast_first and input_index == 2 else 1
-        grouped.setdefault((phase, input_index, producer, route, run), []).append((seq, data))
+        grouped.setdefault((phase, input_index, producer, route, run), []).append((seq, put(data)))
     phases: dict[int, list[RunCursor]] = {}
     for key in sorted(grouped):
         chunks = sorted(grouped.pop(key), key=itemgetter(0))
-        phases.setdefault(key[0], []).append(RunCursor(key[1], [data for _seq, data in chunks]))
+        phases.setdefault(key[0], []).append(RunCursor(key[1], [ref for _seq, ref in chunks], store))
     return [phases[p] for p in sorted(phases)]
 
 
-def read_shuffle(consumer: StageSpec, records: Iterable[tuple[int, Chunk]], *, batch_records: int) -> Iterator[Batch]:
-    """A consumer partition's input as batches of at most `batch_records` records of one input."""
-    for runs in group_runs(consumer, records):
-        if consumer.sort_by_time:
-            yield from merge_runs(runs, batch_records=batch_records)
-        else:
-            for run in runs:
-                while run.load(with_times=False):
-                    yield from _batches(run.input_index, run.values, run.stamps, batch_records)
+def read_shuffle(
+    consumer: StageSpec, records: Iterable[tuple[int, Chunk]], *, batch_records: int, memory_bytes: int
+) -> Iterator[Batch]:
+    """A consumer partition's input as batches of at most `batch_records` records of one input;
+    past `memory_bytes` of chunks, the rest wait in a local file."""
+    store = ChunkStore(memory_bytes, spill_directory())
+    try:
+        for runs in group_runs(consumer, records, store):
+            if consumer.sort_by_time:
+                yield from merge_runs(runs, batch_records=batch_records)
+            else:
+                for run in runs:
+                    while run.load(with_times=False):
+                        yield from _batches(run.input_index, run.values, run.stamps, batch_records)
+    finally:
+        store.close()
 
 
 def merge_runs(runs: list[RunCursor], *, batch_records: int) -> Iterator[Batch]:

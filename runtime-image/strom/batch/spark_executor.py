@@ -42,8 +42,8 @@ def _run_forward(spec: StageSpec, route: int, index: int, batches: Any) -> Any:
     return run_stage(spec, index, ((1, vs, ts) for r, vs, ts in batches if r == route))
 
 
-def _run_shuffled(spec: StageSpec, index: int, chunks: Any) -> Any:
-    return run_stage(spec, index, read_shuffle(spec, chunks, batch_records=BATCH_RECORDS))
+def _run_shuffled(spec: StageSpec, memory_bytes: int, index: int, chunks: Any) -> Any:
+    return run_stage(spec, index, read_shuffle(spec, chunks, batch_records=BATCH_RECORDS, memory_bytes=memory_bytes))
 
 
 def _write_shuffle(inp: StageInput, consumer: StageSpec, producer: int, batches: Any) -> Any:
@@ -63,10 +63,34 @@ def _is_forward(spec: StageSpec) -> bool:
     return inp.partitioner in _FORWARD and inp.producer_parallelism == spec.parallelism
 
 
-def stage_rdds(sc: Any, plan: BatchPlan) -> tuple[dict[str, Any], list[Any]]:
+def memory_bytes(text: str) -> int:
+    """A JVM-style memory size ('512m', '2g', '1024k', '300') in bytes; a bare number is MiB, as in
+    `spark.python.worker.memory`."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    t = text.strip().lower().removesuffix("b")
+    try:
+        if t and t[-1] in units:
+            return int(float(t[:-1]) * units[t[-1]])
+        return int(float(t) * (1 << 20))
+    except ValueError:
+        raise ValueError(
+            f"invalid value {text!r} for 'spark.python.worker.memory': expected a size such as '512m' or '2g'"
+        ) from None
+
+
+def shuffle_memory(sc: Any, config: Any = None) -> int:
+    """Bytes of its shuffled input a consumer partition keeps in memory (the rest on local disk):
+    `spark.python.worker.memory` from the job's configuration, else from the session's (512m)."""
+    key = "spark.python.worker.memory"
+    job_value = config.to_dict().get(key) if config is not None else None
+    return memory_bytes(str(job_value) if job_value is not None else sc.getConf().get(key, "512m"))
+
+
+def stage_rdds(sc: Any, plan: BatchPlan, config: Any = None) -> tuple[dict[str, Any], list[Any]]:
     """One RDD per stage (vertex id -> RDD of (route, values, timestamps) batches) and those persisted."""
     from pyspark import StorageLevel
 
+    in_memory = shuffle_memory(sc, config)
     rdds: dict[str, Any] = {}
     persisted = []
     for spec in plan.stages:
@@ -84,7 +108,7 @@ def stage_rdds(sc: Any, plan: BatchPlan) -> tuple[dict[str, Any], list[Any]]:
             ]
             chunks = parts[0] if len(parts) == 1 else sc.union(parts)
             shuffled = chunks.partitionBy(spec.parallelism, _target_partition)
-            rdd = shuffled.mapPartitionsWithIndex(partial(_run_shuffled, spec))
+            rdd = shuffled.mapPartitionsWithIndex(partial(_run_shuffled, spec, in_memory))
         rdd.setName(spec.name)
         if plan.consumers.get(spec.vertex_id, 0) > 1:
             rdd.persist(StorageLevel.MEMORY_AND_DISK)
@@ -114,7 +138,7 @@ class BatchJob:
             session = spark_session(self.graph.config, self.graph.job_name)
             sc = self._sc = session.sparkContext
             sc.setJobGroup(self.job_id, f"Strom batch job {self.graph.job_name}", interruptOnCancel=True)
-            rdds, persisted = stage_rdds(sc, self.plan)
+            rdds, persisted = stage_rdds(sc, self.plan, self.graph.config)
             sinks = [rdds[s.vertex_id] for s in self.plan.sink_stages()]
             try:
                 (sinks[0] if len(sinks) == 1 else sc.union(sinks)).count()
