@@ -8,14 +8,16 @@ windows -> count and sum per key and window -> file sink. STREAMING runs in-proc
 (threads), BATCH on Spark (`local[*]` unless --spark-master). Prints each runtime (Spark's startup
 counted apart), the ratio, and whether both wrote the same results. A benchmark, not a test.
 
-Figures (2-core VM, parallelism 2, `local[*]`, one run each; both modes in the same run):
+Figures (2-core VM shared with other engineers' work, parallelism 2, `local[*]`, one run each, both modes
+in the same run; every run wrote identical results in both modes):
 
-    --size 100MB, BATCH with the per-record shuffle (repartitionAndSortWithinPartitions, at c4c8206):
-        STREAMING 31.4 s, BATCH 114.0 s, ratio 3.63, results identical
-    --size 100MB, BATCH with the chunked shuffle (strom/batch/shuffle_write.py, shuffle_read.py):
-        STREAMING 29.9 s, BATCH 28.4 s, ratio 0.95, results identical (991,236 rows)
-    --size 1GB (57,757,021 lines), chunked shuffle:
-        STREAMING 250.2 s, BATCH 154.8 s (+ 10.3 s Spark startup), ratio 0.62, results identical (9,603,080 rows)
+    --size 100MB (5,959,054 lines; 991,236 rows)       STREAMING  BATCH    BATCH/STREAMING
+      per-record shuffle (c4c8206), quiet machine        24.4 s     42.5 s   1.74
+      chunked shuffle (400828d), quiet machine           25.7 s     19.6 s   0.76
+      per-record shuffle (c4c8206), others' tests busy   31.4 s    114.0 s   3.63
+      chunked shuffle (d768ac0), others' tests busy      29.9 s     28.4 s   0.95
+    --size 1GB (57,757,021 lines; 9,603,080 rows)
+      chunked shuffle (400828d)                         258.1 s    153.4 s   0.59  (+ 6.9 s Spark startup)
 """
 
 from __future__ import annotations
