@@ -98,12 +98,16 @@ def slot_processes(tm_pid: int) -> list[int]:
     return pids
 
 
-def latest_completed(cluster: SessionCluster, job_id: str) -> int:
+def completed_since(cluster: SessionCluster, job_id: str, since_ms: int) -> bool:
+    """The job's latest completed checkpoint was triggered after `since_ms`. After a kill this is the
+    sign of progress after the failover: a checkpoint in flight at the kill may still complete before
+    the JobManager hears of the kill, but one triggered after it needs every task alive (or the
+    killed process ran none of the job's tasks, and there is no failover to wait for)."""
     try:
         completed = cluster.get(f"/jobs/{job_id}/checkpoints")["latest"]["completed"]
     except OSError:
-        return -1  # the JobManager is restarting
-    return completed["id"] if completed else -1
+        return False  # the JobManager is restarting
+    return bool(completed) and completed["trigger_timestamp"] > since_ms
 
 
 def running(cluster: SessionCluster, job_id: str) -> bool:
@@ -142,16 +146,20 @@ def test_exactly_once_output_under_repeated_kill_9(tmp_path, backend, storage, r
     cluster = SessionCluster(taskmanagers=2, slots=2, extra=extra)
     try:
         job_id = submit(cluster, windowed_job(tmp_path, out, conf))
-        last = -1
+        killed_at_ms = -1
         for kind in kinds:
             wait_until(
-                lambda after=last: running(cluster, job_id) and latest_completed(cluster, job_id) > after,
+                lambda since=killed_at_ms: running(cluster, job_id) and completed_since(cluster, job_id, since),
                 timeout=180,  # a restore (RocksDB from S3) on a loaded 2-core machine can take a while
-                what=f"progress (a checkpoint after {last}) before killing a {kind}",
+                what=f"progress (a checkpoint triggered after the previous kill) before killing a {kind}",
             )
-            last = latest_completed(cluster, job_id)
             time.sleep(rng.uniform(0.0, 0.6))  # a random moment, not a wait for a condition
-            assert cluster.job_state(job_id) == "RUNNING", "the job ended before the chaos did"
+            state = cluster.job_state(job_id)
+            assert state == "RUNNING", (
+                f"the job is {state} before the {kind} was killed (chaos seed {seed}: {kinds}); "
+                f"exceptions: {cluster.get(f'/jobs/{job_id}/exceptions')}"
+            )
+            killed_at_ms = int(time.time() * 1000)
             if kind == "slot":
                 victims = [p for tm in cluster.tms if tm.poll() is None for p in slot_processes(tm.pid)]
                 os.kill(rng.choice(victims), signal.SIGKILL)
