@@ -161,6 +161,8 @@ class MiniCluster:
             time.sleep(0.05)
 
     def close(self) -> None:
+        if getattr(self, "jm", None) is not None:
+            self.jm.stopping = True  # the TaskManagers' disconnects below are the shutdown, not a failure
         for p in self.processes:
             p.terminate()
         for p in self.processes:

@@ -40,6 +40,8 @@ log = logging.getLogger("strom.runtime.jobmanager")
 
 class JobManager:
     def __init__(self, config: Any) -> None:
+        # Set by whoever stops the cluster before its TaskManagers go: their disconnects are then expected.
+        self.stopping = False
         self.config = config
         self.heartbeat_interval_ms = config.get(opts.HEARTBEAT_INTERVAL)
         self.heartbeat_timeout_ms = config.get(opts.HEARTBEAT_TIMEOUT)
@@ -105,6 +107,7 @@ class JobManager:
             self.recovered_job_ids.append(recovered.job_id)
 
     async def stop(self) -> None:
+        self.stopping = True
         for t in self._tasks:
             t.cancel()
         for job in self.jobs.values():
@@ -182,7 +185,7 @@ class JobManager:
             writer.close()
 
     def _taskmanager_lost(self, record: TaskManagerRecord, reason: str) -> None:
-        log.warning("%s", reason)
+        log.log(logging.INFO if self.stopping else logging.WARNING, "%s", reason)
         for job in list(self.jobs.values()):
             job.on_taskmanager_lost(record.tm_id, reason)
         self.notify_slots_changed()
