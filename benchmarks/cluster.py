@@ -46,22 +46,12 @@ def json_line(i: int) -> str:
     return f'{{"key": {i % 1000}, "time": {i}, "value": 1, "note": "event {i}"}}'
 
 
-class JsonLineReader(GeneratorReader):
-    def poll(self, max_records: int) -> list[Any] | None:
-        if self.next >= self.hi:
-            return None
-        stop = min(self.next + max_records * self.step, self.hi)
-        batch = [json_line(i) for i in range(self.next, stop, self.step)]
-        self.next = stop
-        return batch
-
-
 class JsonLineSource(EventSource):
     """The events of EventSource as JSON lines (as a log or a message queue would carry them)."""
 
     def create_reader(self, context: Any) -> Any:
         p, i = context.parallelism, context.subtask_index
-        return JsonLineReader(i, self.n, p)
+        return GeneratorReader(i, self.n, p, json_line)
 
 
 def parse_fn(line: str) -> tuple[int, int, int]:

@@ -50,16 +50,17 @@ def sum_fn(a: tuple[int, int, int], b: tuple[int, int, int]) -> tuple[int, int, 
 
 
 class GeneratorReader(SourceReader):
-    """Indexes lo, lo + step, ... below hi."""
+    """make(i) for indexes lo, lo + step, ... below hi."""
 
-    def __init__(self, lo: int, hi: int, step: int = 1) -> None:
-        self.next, self.hi, self.step = lo, hi, step
+    def __init__(self, lo: int, hi: int, step: int = 1, make: Any = make_event) -> None:
+        self.next, self.hi, self.step, self.make = lo, hi, step, make
 
     def poll(self, max_records: int) -> list[Any] | None:
         if self.next >= self.hi:
             return None
         stop = min(self.next + max_records * self.step, self.hi)
-        batch = [make_event(i) for i in range(self.next, stop, self.step)]
+        make = self.make
+        batch = [make(i) for i in range(self.next, stop, self.step)]
         self.next = stop
         return batch
 
