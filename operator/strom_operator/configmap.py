@@ -1,8 +1,9 @@
 """The ConfigMap holding the engine's `config.yaml` for a FlinkJob's JobManager and TaskManagers.
 
-Keys are Flink's (strom.common.config_options). Spec fields become their Flink keys, then the
-user's flinkConfiguration adds the rest. S3 credentials never appear here: they reach the pods
-as environment variables from the Secret (jobmanager.py); validation rejects credential keys.
+Keys are Flink's (strom.common.config_options). Spec fields and the pods' addresses become their
+Flink keys, then the user's flinkConfiguration adds the rest and wins over them. S3 credentials
+never appear here: they reach the pods as environment variables from the Secret (pods.py);
+validation rejects credential keys.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from typing import Any
 import yaml
 
 from strom_operator.labels import (
+    DATA_PORT,
     METRICS_PORT,
     REST_PORT,
     RPC_PORT,
     FlinkJobRef,
     configmap_name,
+    jobmanager_name,
     object_meta,
 )
 from strom_operator.operator_options import OPERATOR_PREFIX
@@ -25,6 +28,7 @@ from strom_operator.spec import FlinkJobSpec
 from strom_operator.validation import duration_seconds
 
 CONFIG_FILE = "config.yaml"
+ANY_ADDRESS = "0.0.0.0"  # bind every interface of the pod's own network
 
 
 def engine_configuration(ref: FlinkJobRef, spec: FlinkJobSpec) -> dict[str, str]:
@@ -34,12 +38,20 @@ def engine_configuration(ref: FlinkJobRef, spec: FlinkJobSpec) -> dict[str, str]
         "pipeline.max-parallelism": str(spec.job.max_parallelism),
         "taskmanager.numberOfTaskSlots": str(spec.task_manager.slots),
         "execution.runtime-mode": spec.mode.upper(),
-        # Pods listen on all interfaces: the Service and the probes reach them by pod IP;
-        # TaskManagers find the JobManager through `--jobmanager <service>:6123`.
-        "rest.address": "0.0.0.0",
-        "rest.port": str(REST_PORT),
-        "jobmanager.rpc.address": "0.0.0.0",
+        # As Flink's native Kubernetes integration: the addresses clients dial name the JobManager's
+        # Service; the servers bind every interface, since the Service, the probes and Prometheus reach
+        # a pod by its IP. A TaskManager advertises its pod IP (`-D taskmanager.host=$(POD_IP)`,
+        # taskmanager.py), which is per pod and so not in this shared file.
+        "jobmanager.rpc.address": jobmanager_name(ref),
         "jobmanager.rpc.port": str(RPC_PORT),
+        "jobmanager.bind-host": ANY_ADDRESS,
+        "rest.address": jobmanager_name(ref),
+        "rest.port": str(REST_PORT),
+        "rest.bind-address": ANY_ADDRESS,
+        "taskmanager.bind-host": ANY_ADDRESS,
+        # Fixed data ports, so the pod declares them (data-0.. in taskmanager.py).
+        "taskmanager.data.port": str(DATA_PORT),
+        "metrics.reporter.prom.host": ANY_ADDRESS,
         "metrics.reporter.prom.port": str(METRICS_PORT),
         # The JobManager keeps answering after its job ended (stop-with-savepoint, a finished
         # bounded job), so the operator can read the savepoint's location and the final state.

@@ -18,6 +18,8 @@ COMPONENTS = ("jobmanager", "taskmanager", "config", "autoscaler")
 REST_PORT = 8081
 RPC_PORT = 6123
 METRICS_PORT = 9249
+DATA_PORT = 6121  # slot i of a TaskManager serves its data on DATA_PORT + i (taskmanager.data.port)
+METRICS_PATH = "/metrics"
 CONF_DIR = "/opt/strom/conf"
 
 

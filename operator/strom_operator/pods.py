@@ -1,9 +1,11 @@
 """The pod template shared by JobManager and TaskManager: config volume, S3 env, resources, user templates.
 
-jobmanager.py and taskmanager.py give the container's command, ports and probes; this module
-wraps it into a pod with the ConfigMap mounted at /opt/strom/conf, S3 credentials as environment
-variables from the Secret (secretKeyRef: the values never pass through the operator), and the
-user's podTemplates merged in (spec.podTemplate, then the component's).
+jobmanager.py and taskmanager.py give the container's command, ports, probes and own environment
+variables; this module wraps it into a pod with the ConfigMap mounted at /opt/strom/conf, S3
+credentials as environment variables from the Secret (secretKeyRef: the values never pass through
+the operator), Prometheus' scrape annotations, and the user's podTemplates merged in
+(spec.podTemplate, then the component's; Kubernetes' strategic merge, so the user's env entries join
+ours by name).
 """
 
 from __future__ import annotations
@@ -11,7 +13,15 @@ from __future__ import annotations
 from typing import Any
 
 from strom_operator.configmap import config_hash, engine_configuration
-from strom_operator.labels import CONF_DIR, FlinkJobRef, configmap_name, labels, selector_labels
+from strom_operator.labels import (
+    CONF_DIR,
+    METRICS_PATH,
+    METRICS_PORT,
+    FlinkJobRef,
+    configmap_name,
+    labels,
+    selector_labels,
+)
 from strom_operator.podtemplates import merge_pod_templates
 from strom_operator.spec import FlinkJobSpec, Resources
 
@@ -36,18 +46,26 @@ def container_resources(resources: Resources) -> dict[str, Any]:
             "limits": {"memory": resources.memory}}
 
 
+def scrape_annotations() -> dict[str, str]:
+    """The annotations by which Prometheus' usual `kubernetes-pods` job scrapes a pod's exporter."""
+    return {"prometheus.io/scrape": "true", "prometheus.io/port": str(METRICS_PORT),
+            "prometheus.io/path": METRICS_PATH}
+
+
 def build_pod_template(ref: FlinkJobRef, spec: FlinkJobSpec, *, component: str,
                        container: dict[str, Any], resources: Resources,
                        user_template: dict[str, Any]) -> dict[str, Any]:
-    """The pod template of a component, with `container` as its main container."""
+    """The pod template of a component, with `container` as its main container. The container's own
+    `env` comes first (the pod's own variables, such as POD_IP, which later values may refer to)."""
+    own_env = list(container.get("env") or ())
     main = {
         "name": container["name"],
         "image": spec.image,
         "imagePullPolicy": spec.image_pull_policy,
-        "env": container_env(spec),
         "resources": container_resources(resources),
         "volumeMounts": [{"name": CONFIG_VOLUME, "mountPath": CONF_DIR, "readOnly": True}],
         **container,
+        "env": own_env + container_env(spec),
     }
     pod_spec: dict[str, Any] = {
         "containers": [main],
@@ -58,7 +76,8 @@ def build_pod_template(ref: FlinkJobRef, spec: FlinkJobSpec, *, component: str,
     base = {
         "metadata": {
             "labels": labels(ref, component),
-            "annotations": {"strom.io/config-hash": config_hash(engine_configuration(ref, spec))},
+            "annotations": {"strom.io/config-hash": config_hash(engine_configuration(ref, spec)),
+                            **scrape_annotations()},
         },
         "spec": pod_spec,
     }

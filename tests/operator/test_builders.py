@@ -106,9 +106,67 @@ def test_jobmanager_service_ports_and_selector():
     assert svc["spec"]["selector"]["app.kubernetes.io/component"] == "jobmanager"
 
 
-def test_taskmanager_dials_the_jobmanager_service():
+def test_taskmanager_dials_the_jobmanager_service_and_advertises_its_pod_ip():
     c = _container(build_taskmanager_deployment(REF, make_spec()))
-    assert c["args"] == ["taskmanager", "--jobmanager", "wordcount-jobmanager:6123"]
+    assert c["args"] == ["taskmanager", "--jobmanager", "wordcount-jobmanager:6123", "-D", "taskmanager.host=$(POD_IP)"]
+    pod_ip = next(e for e in c["env"] if e["name"] == "POD_IP")
+    assert pod_ip == {"name": "POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}}
+    # first, so that later variables (the user's too) may refer to it as $(POD_IP)
+    assert c["env"][0]["name"] == "POD_IP"
+
+
+def test_configmap_addresses_are_the_service_and_servers_bind_every_interface():
+    conf = _config(make_spec())
+    assert conf["jobmanager.rpc.address"] == conf["rest.address"] == "wordcount-jobmanager"
+    for key in ("jobmanager.bind-host", "rest.bind-address", "taskmanager.bind-host", "metrics.reporter.prom.host"):
+        assert conf[key] == "0.0.0.0", key
+    assert conf["taskmanager.data.port"] == "6121"
+    assert "taskmanager.host" not in conf  # per pod: the TaskManager's -D, not the shared file
+
+
+def test_user_flink_configuration_wins_over_the_address_keys():
+    spec = make_spec(flinkConfiguration={"rest.bind-address": "127.0.0.1", "taskmanager.data.port": "7000",
+                                         "taskmanager.host": "tm.example"})
+    conf = _config(spec)
+    assert (conf["rest.bind-address"], conf["taskmanager.data.port"], conf["taskmanager.host"]) == (
+        "127.0.0.1", "7000", "tm.example")
+    # a -D would win over the config file, so the user's taskmanager.host leaves it out
+    assert _container(build_taskmanager_deployment(REF, spec))["args"] == [
+        "taskmanager", "--jobmanager", "wordcount-jobmanager:6123"]
+
+
+@pytest.mark.parametrize("slots", [1, 3])
+def test_taskmanager_declares_metrics_and_one_data_port_per_slot(slots):
+    spec = make_spec(taskManager__slots=slots)
+    c = _container(build_taskmanager_deployment(REF, spec))
+    data_port = int(_config(spec)["taskmanager.data.port"])
+    expected = {"metrics": 9249, **{f"data-{i}": data_port + i for i in range(slots)}}
+    assert {p["name"]: p["containerPort"] for p in c["ports"]} == expected
+    assert all(p["protocol"] == "TCP" for p in c["ports"])
+    # Kubernetes' IANA_SVC_NAME: at most 15 characters, lower-case letters, digits and '-'
+    assert all(len(p["name"]) <= 15 and p["name"].replace("-", "").isalnum() and p["name"].islower()
+               for p in c["ports"])
+    assert c["readinessProbe"]["tcpSocket"] == {"port": "metrics"}
+
+
+def test_pods_carry_prometheus_scrape_annotations_for_the_exporter_port():
+    spec = make_spec(podTemplate={"metadata": {"annotations": {"team/owner": "data"}}})
+    conf = _config(spec)
+    for deployment in (build_jobmanager_deployment(REF, spec), build_taskmanager_deployment(REF, spec)):
+        annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+        assert annotations["prometheus.io/scrape"] == "true"
+        assert annotations["prometheus.io/path"] == "/metrics"
+        assert annotations["prometheus.io/port"] == conf["metrics.reporter.prom.port"]
+        metrics = next(p for p in _container(deployment)["ports"] if p["name"] == "metrics")
+        assert str(metrics["containerPort"]) == annotations["prometheus.io/port"]
+        assert annotations["team/owner"] == "data" and "strom.io/config-hash" in annotations
+
+
+def test_a_user_template_may_turn_scraping_off():
+    spec = make_spec(taskManager__podTemplate={"metadata": {"annotations": {"prometheus.io/scrape": "false"}}})
+    tm = build_taskmanager_deployment(REF, spec)["spec"]["template"]["metadata"]["annotations"]
+    jm = build_jobmanager_deployment(REF, spec)["spec"]["template"]["metadata"]["annotations"]
+    assert (tm["prometheus.io/scrape"], jm["prometheus.io/scrape"]) == ("false", "true")
 
 
 def test_resources_from_spec():
@@ -132,7 +190,8 @@ def test_user_pod_templates_merge_into_the_pods_and_cannot_break_the_selector():
     assert pod["spec"]["nodeSelector"] == {"pool": "streams"}
     main, sidecar = pod["spec"]["containers"]
     assert main["name"] == "taskmanager" and main["imagePullPolicy"] == "Always"
-    assert [e["name"] for e in main["env"]] == ["STROM_CONF_DIR", "LOG_LEVEL"]
+    assert [e["name"] for e in main["env"]] == ["POD_IP", "STROM_CONF_DIR", "LOG_LEVEL"]
+    assert main["args"][-1] == "taskmanager.host=$(POD_IP)"
     assert sidecar["name"] == "sidecar"
     jm = build_jobmanager_deployment(REF, spec)["spec"]["template"]["spec"]["containers"]
     assert [c["name"] for c in jm] == ["jobmanager"]  # the TaskManager's template stays with the TaskManager
