@@ -1,4 +1,4 @@
-"""The Helm chart: lint, render with helm-python-sdk (offline), CRD copy, least-privilege RBAC."""
+"""The Helm chart: lint, render with helm-python-sdk (offline), CRD copy, least-privilege RBAC, the PodMonitor."""
 
 from __future__ import annotations
 
@@ -98,3 +98,65 @@ def test_rbac_grants_exactly_what_the_operator_uses():
                            ("", "secrets"), ("", "events"), ("events.k8s.io", "events"),
                            ("", "persistentvolumeclaims"), ("", "serviceaccounts"),
                            ("rbac.authorization.k8s.io", "roles"), ("rbac.authorization.k8s.io", "rolebindings")}
+
+
+def _selects(selector: dict, labels: dict[str, str]) -> bool:
+    """A Kubernetes label selector (matchLabels and matchExpressions), evaluated as the API server does."""
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for e in selector.get("matchExpressions") or ():
+        key, op, values = e["key"], e["operator"], e.get("values") or []
+        ok = {"In": key in labels and labels[key] in values, "NotIn": labels.get(key) not in values,
+              "Exists": key in labels, "DoesNotExist": key not in labels}[op]
+        if not ok:
+            return False
+    return True
+
+
+def _flinkjob_deployments() -> list[dict]:
+    from strom_operator.jobmanager import build_jobmanager_deployment
+    from strom_operator.labels import FlinkJobRef
+    from strom_operator.taskmanager import build_taskmanager_deployment
+
+    from tests.operator.fakes import make_spec
+
+    ref = FlinkJobRef("wordcount", "streams", "uid-1")
+    # a user template's labels must not take the pods out of the PodMonitor's sight
+    spec = make_spec(podTemplate={"metadata": {"labels": {"app.kubernetes.io/managed-by": "someone-else"}}})
+    return [build_jobmanager_deployment(ref, spec), build_taskmanager_deployment(ref, spec)]
+
+
+def test_pod_monitor_only_when_enabled():
+    assert "PodMonitor" not in {d["kind"] for d in _render({})}
+    assert [d["kind"] for d in _render({"podMonitor": {"enabled": True}})].count("PodMonitor") == 1
+
+
+def test_pod_monitor_scrapes_the_metrics_port_of_the_pods_the_builders_make():
+    monitor = next(d for d in _render({"podMonitor": {"enabled": True, "labels": {"release": "prom"}}})
+                   if d["kind"] == "PodMonitor")
+    assert monitor["metadata"]["labels"]["release"] == "prom"
+    [endpoint] = monitor["spec"]["podMetricsEndpoints"]
+    for deployment in _flinkjob_deployments():
+        pod = deployment["spec"]["template"]
+        assert _selects(monitor["spec"]["selector"], pod["metadata"]["labels"]), deployment["metadata"]["name"]
+        ports = {p["name"]: p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports", ())}
+        assert endpoint["port"] in ports
+        assert endpoint["path"] == pod["metadata"]["annotations"]["prometheus.io/path"]
+        assert str(ports[endpoint["port"]]) == pod["metadata"]["annotations"]["prometheus.io/port"]
+    # not the operator's own pod, nor a batch job's driver
+    operator_pod = next(d for d in _render({}) if d["kind"] == "Deployment")["spec"]["template"]
+    assert not _selects(monitor["spec"]["selector"], operator_pod["metadata"]["labels"])
+    assert not _selects(monitor["spec"]["selector"], {"app.kubernetes.io/name": "strom",
+                                                      "app.kubernetes.io/component": "driver"})
+
+
+@pytest.mark.parametrize("values, namespaces", [
+    ({}, {"matchNames": ["ops"]}),
+    ({"watchNamespaces": ["a", "b"]}, {"matchNames": ["a", "b"]}),
+    ({"rbac": {"clusterWide": True}}, {"any": True}),
+])
+def test_pod_monitor_looks_in_the_watched_namespaces(values, namespaces):
+    docs = _render({**values, "podMonitor": {"enabled": True}})
+    monitor = next(d for d in docs if d["kind"] == "PodMonitor")
+    assert monitor["metadata"]["namespace"] == "ops"
+    assert monitor["spec"]["namespaceSelector"] == namespaces
