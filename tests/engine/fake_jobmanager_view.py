@@ -22,6 +22,7 @@ from strom.runtime.jobmanager.read_model import (
     ClusterOverview,
     ConflictError,
     ExecutionState,
+    JobConfig,
     JobDetails,
     JobExceptions,
     JobId,
@@ -85,6 +86,11 @@ class FakeJobManagerView:
 
     def job(self, jid: JobId) -> JobDetails:
         return self._details(jid)
+
+    def job_config(self, jid: JobId) -> JobConfig:
+        details = self._details(jid)
+        return JobConfig(jid, details.name, "PIPELINED", "Restart deactivated.",
+                         max((v.parallelism for v in details.vertices), default=1), dict(self.configuration))
 
     def plan(self, jid: JobId) -> JobPlan:
         self._details(jid)

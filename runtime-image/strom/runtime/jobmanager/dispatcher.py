@@ -18,6 +18,7 @@ from strom.common import config_options as opts
 from strom.graph.stream_graph import StreamGraph
 from strom.runtime.jobmanager.checkpointing import validate_cluster_checkpointing
 from strom.runtime.jobmanager.high_availability import CheckpointPointer, HaServices, ha_services_for
+from strom.runtime.jobmanager.job_configuration import effective_job_configuration
 from strom.runtime.jobmanager.job_master import TERMINAL_JOB_STATES, JobMaster
 from strom.runtime.jobmanager.resource_manager import ResourceManager, TaskManagerRecord
 from strom.runtime.metrics.registry import MetricRegistry
@@ -213,10 +214,9 @@ class JobManager:
         job_id = job_id or uuid.uuid4().hex
         if job_id in self.jobs:
             raise ValueError(f"job {job_id} already exists")
-        if not graph.config.get(opts.SAVEPOINTS_DIR) and self.config.get(opts.SAVEPOINTS_DIR):
-            # the cluster's default savepoint directory is the job's too (and where its tasks stage
-            # savepoints when the job has no checkpoint directory)
-            graph.config.set(opts.SAVEPOINTS_DIR.key, self.config.get(opts.SAVEPOINTS_DIR))
+        # Flink's layering: the cluster's configuration, the job's own settings over it (every key:
+        # checkpointing, state backend, restart strategy, savepoint directory, ...)
+        graph.config = effective_job_configuration(self.config, graph.config)
         problem = validate_cluster_checkpointing(graph.config)
         if problem is not None:
             raise ValueError(problem)

@@ -159,6 +159,18 @@ class JobSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class JobConfig:
+    """/jobs/:jobid/config and /jobs/:jobid/jobmanager/config: what the job runs with."""
+
+    jid: JobId
+    name: str
+    execution_mode: str  # Flink's ExecutionConfig execution mode: PIPELINED
+    restart_strategy: str  # a sentence describing the effective restart strategy, as Flink's
+    parallelism: int  # the job's highest vertex parallelism
+    configuration: Mapping[str, str]  # the effective configuration (cluster < job), secrets masked
+
+
+@dataclass(frozen=True, slots=True)
 class JobDetails:
     """/jobs/:jobid: the job, the time it entered each state, and its vertices."""
 
@@ -352,6 +364,9 @@ class JobManagerView(Protocol):
     def job(self, jid: JobId) -> JobDetails: ...
 
     def plan(self, jid: JobId) -> JobPlan: ...
+
+    def job_config(self, jid: JobId) -> JobConfig:
+        """The job's effective configuration: the cluster's with the job's own settings over it."""
 
     def exceptions(self, jid: JobId) -> JobExceptions: ...
 

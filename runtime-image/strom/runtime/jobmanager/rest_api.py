@@ -119,6 +119,15 @@ async def jobmanager_config(request: web.Request) -> web.Response:
     return _json(msg.key_value_json(_view(request).config()))
 
 
+async def job_config(request: web.Request) -> web.Response:
+    return _json(msg.job_config_json(_view(request).job_config(_job_id(request))))
+
+
+async def job_jobmanager_config(request: web.Request) -> web.Response:
+    """Flink 1.17+'s /jobs/:jobid/jobmanager/config: the job's effective configuration as key/value pairs."""
+    return _json(msg.key_value_json(_view(request).job_config(_job_id(request)).configuration))
+
+
 async def jobs(request: web.Request) -> web.Response:
     return _json(msg.job_ids_json(_view(request).jobs()))
 
@@ -327,6 +336,8 @@ def create_rest_app(
     r.add_get("/jobs/overview", jobs_overview)
     r.add_get("/jobs/{jobid}", job_details)
     r.add_patch("/jobs/{jobid}", cancel_job)
+    r.add_get("/jobs/{jobid}/config", job_config)
+    r.add_get("/jobs/{jobid}/jobmanager/config", job_jobmanager_config)
     r.add_get("/jobs/{jobid}/plan", job_plan)
     r.add_get("/jobs/{jobid}/exceptions", job_exceptions)
     r.add_get("/jobs/{jobid}/metrics", job_metrics)

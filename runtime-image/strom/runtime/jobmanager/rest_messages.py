@@ -17,6 +17,7 @@ from strom.runtime.jobmanager.read_model import (
     ExceptionEntry,
     ExecutionState,
     JobCheckpoints,
+    JobConfig,
     JobDetails,
     JobExceptions,
     JobPlan,
@@ -74,6 +75,21 @@ def dashboard_config_json(version: str, revision: str) -> Json:
         "flink-version": version,
         "flink-revision": revision,
         "features": {"web-submit": False, "web-cancel": True, "web-rescale": False, "web-history": False},
+    }
+
+
+def job_config_json(c: JobConfig) -> Json:
+    """/jobs/:jobid/config: Flink's JobConfigInfo."""
+    return {
+        "jid": c.jid,
+        "name": c.name,
+        "execution-config": {
+            "execution-mode": c.execution_mode,
+            "restart-strategy": c.restart_strategy,
+            "job-parallelism": c.parallelism,
+            "object-reuse-mode": False,
+            "user-config": {},
+        },
     }
 
 

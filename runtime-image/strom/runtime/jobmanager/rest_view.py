@@ -11,6 +11,7 @@ from strom.common.config_options import ConfigError
 from strom.common.job_payload import decode_job
 from strom.runtime.checkpoint.stats import CheckpointStats
 from strom.runtime.jobmanager.dispatcher import JobManager
+from strom.runtime.jobmanager.job_configuration import shown_configuration
 from strom.runtime.jobmanager.job_master import TERMINAL_JOB_STATES, JobMaster
 from strom.runtime.jobmanager.read_model import (
     BadRequestError,
@@ -21,6 +22,7 @@ from strom.runtime.jobmanager.read_model import (
     ExecutionState,
     Hardware,
     JobCheckpoints,
+    JobConfig,
     JobDetails,
     JobExceptions,
     JobId,
@@ -133,6 +135,17 @@ class DispatcherView:
 
     def plan(self, jid: JobId) -> JobPlan:
         return plan_from_job_graph(jid, self._job(jid).job_graph)
+
+    def job_config(self, jid: JobId) -> JobConfig:
+        job = self._job(jid)
+        return JobConfig(
+            jid=jid,
+            name=job.name,
+            execution_mode="PIPELINED",
+            restart_strategy=job.restart.describe(),
+            parallelism=max((v.parallelism for v in job.job_graph.vertices), default=1),
+            configuration=shown_configuration(job.graph.config),
+        )
 
     def exceptions(self, jid: JobId) -> JobExceptions:
         job = self._job(jid)

@@ -34,6 +34,19 @@ class RestartStrategy:
     _current_backoff_ms: int = 0
     _last_failure_ms: int | None = None
 
+    def describe(self) -> str:
+        """The strategy in words, as Flink's /jobs/:jobid/config shows it."""
+        if self.kind == "fixed-delay":
+            return f"Restart with fixed delay ({self.delay_ms} ms). #{self.attempts} restart attempts."
+        if self.kind == "failure-rate":
+            return (f"Failure rate restart with maximum of {self.max_failures_per_interval} failures within interval "
+                    f"{self.failure_interval_ms} ms and fixed delay {self.delay_ms} ms.")
+        if self.kind == "exponential-delay":
+            limit = f" #{self.attempts} restart attempts." if self.attempts else ""
+            return (f"Restart with exponential delay: initial backoff {self.initial_backoff_ms} ms, max backoff "
+                    f"{self.max_backoff_ms} ms, multiplier {self.multiplier:g}.{limit}")
+        return "Restart deactivated."
+
     def next_restart_delay(self, now_ms: int) -> int | None:
         """Delay before restarting after a failure at `now_ms`, or None to fail the job."""
         if self.kind == "none":

@@ -1,0 +1,45 @@
+"""A submitted job's effective configuration: the cluster's configuration with the job's own over it.
+
+Flink's rule for every key: defaults < the cluster's configuration (the JobManager's config file and
+`-D`) < the job's own settings (what its program set, and the submitting client's `-D`/`--config`).
+So a session cluster started with `-D state.checkpoints.dir=...`, a restart strategy or a state
+backend gives them to every job that does not set its own, and a job's value always wins.
+
+Two keys are never inherited: where to restore from (`execution.savepoint.path` and its
+`ignore-unclaimed-state`) belongs to one submission. A cluster started with `--from-savepoint` (application
+mode) already hands it to its job through the job's own configuration; a session cluster must not
+restore every later job from that savepoint.
+
+Parallelism is not layered here: a graph's parallelism is fixed when the client builds it (`-p`,
+`parallelism.default` of the client), as with Flink's CLI, which resolves it before submission.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from strom.common import config_options as opts
+from strom.common.configuration import Configuration
+
+# Keys of one submission, never taken from the cluster.
+NOT_INHERITED = frozenset({opts.SAVEPOINT_PATH.key, opts.SAVEPOINT_IGNORE_UNCLAIMED_STATE.key})
+MASK = "******"
+
+
+def effective_job_configuration(cluster: Configuration, job: Configuration | None) -> Configuration:
+    """The configuration a job runs with: `cluster`'s keys, then `job`'s over them."""
+    effective = Configuration({k: v for k, v in cluster.to_dict().items() if k not in NOT_INHERITED})
+    if job is not None:
+        effective.add_all(job)
+    return effective
+
+
+def is_secret_key(key: str) -> bool:
+    """Keys whose values are never shown (credentials)."""
+    k = key.lower()
+    return any(word in k for word in ("secret", "password", "access-key", "token"))
+
+
+def shown_configuration(config: Configuration) -> Mapping[str, str]:
+    """`config` as text for REST, secrets masked."""
+    return {k: MASK if is_secret_key(k) else str(v) for k, v in sorted(config.to_dict().items())}
