@@ -12,8 +12,9 @@ writes `step.status`, and calls again. States (status.lifecycleState):
     any -> DELETING                                             deletion.py
 
 While running: manual savepoints (savepointTriggerNonce), periodic savepoints, history pruning,
-and the Degraded condition for pods stuck past a deadline. An invalid spec is reported and the
-last valid spec keeps running.
+and the Degraded condition for pods stuck past a deadline. The JobManagerReady condition follows
+the JobManager Service's endpoint on every step (jobmanager_readiness.py). An invalid spec is
+reported and the last valid spec keeps running.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from strom_operator.jobmanager_readiness import with_jobmanager_condition
 from strom_operator.observed import POD_PROBLEM_REASONS, ObservedJob
 from strom_operator.savepoint_history import (
     clear_pending,
@@ -62,7 +64,7 @@ def next_step(spec: FlinkJobSpec, status: FlinkJobStatus, observed: ObservedJob,
     error = validate_flinkjob_spec(spec)
     if error is None and reconciled is not None:
         error = validate_spec_change(spec, FlinkJobSpec.from_dict(reconciled))
-    status = observe(status, observed)
+    status = with_jobmanager_condition(observe(status, observed), observed.jobmanager_endpoint, now)
     if error is not None:
         if status.error != INVALID_SPEC + error:
             new = replace(status, error=INVALID_SPEC + error)

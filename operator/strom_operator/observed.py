@@ -1,7 +1,7 @@
 """What the operator observed of a FlinkJob's running job: the input of the lifecycle decision.
 
 Filled by the observer from the JobManager REST API (`/jobs/:jobid`, `/jobs/:jobid/checkpoints`,
-`/jobs/:jobid/savepoints/:triggerid`) and from the pods' states; the lifecycle state machine
+`/jobs/:jobid/savepoints/:triggerid`) and from the Deployments' and pods' states; the lifecycle state machine
 reads only this and the status, so it is tested without a cluster.
 """
 
@@ -38,6 +38,16 @@ class PodProblem:
 
 
 @dataclass(frozen=True, slots=True)
+class JobManagerEndpoint:
+    """Whether the JobManager Service that TaskManagers dial has a ready endpoint (jobmanager_readiness.py)."""
+
+    service: str  # <namespace>/<name>-jobmanager
+    state: str  # Ready | Starting (too early to say) | NotReady
+    cause: str = ""  # what the JobManager pod is doing, in words, when not Ready
+    stuck: bool = False  # a state the pod will not leave by itself (one of POD_PROBLEM_REASONS)
+
+
+@dataclass(frozen=True, slots=True)
 class ObservedJob:
     """`job_state` None means no answer: the JobManager is unreachable or has no job yet."""
 
@@ -48,6 +58,7 @@ class ObservedJob:
     last_checkpoint: str | None = None
     savepoint: SavepointTrigger | None = None
     pod_problems: tuple[PodProblem, ...] = ()
+    jobmanager_endpoint: JobManagerEndpoint | None = None  # None: no JobManager Deployment
 
     @property
     def running(self) -> bool:

@@ -3,7 +3,8 @@
 Reads only; the lifecycle decides. The JobManager is asked only while the job's Deployments
 exist (otherwise there is nothing to ask and `job_state` stays None, "no answer"). Pods stuck in
 a state they will not leave by themselves become `PodProblem`s; since the pod status does not
-say when a container started waiting, the first time the operator saw it counts.
+say when a container started waiting, the first time the operator saw it counts. Whether the
+JobManager Service has a ready endpoint while TaskManagers wait for it: jobmanager_readiness.py.
 
 `SavepointRequests` remembers, per operator trigger id, the id the JobManager answered with and
 the last result seen: a JobManager that exits when its job stops (application mode) can no longer
@@ -14,12 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from strom_operator.endpoints import JobManagerEndpoints
 from strom_operator.jobmanager_client import JobManagerClient, JobManagerError, JobManagerUnreachable
+from strom_operator.jobmanager_readiness import jobmanager_endpoint
 from strom_operator.kube_api import KubeApi
 from strom_operator.labels import FlinkJobRef, jobmanager_name, taskmanager_name
 from strom_operator.observed import POD_PROBLEM_REASONS, ObservedJob, PodProblem, SavepointTrigger
@@ -144,7 +146,8 @@ class Observer:
                                                                                                  "Failed")]
         tracker = self.trackers.setdefault(f"{ref.namespace}/{ref.name}", PodProblemTracker())
         observed = ObservedJob(deployments_exist=any(d is not None for d in deployments) or bool(pods),
-                               pod_problems=pod_problems(pods, tracker, now))
+                               pod_problems=pod_problems(pods, tracker, now),
+                               jobmanager_endpoint=jobmanager_endpoint(ref, deployments[0], pods, now=now))
         requests = self.requests_of(ref)
         pending = status.savepoints.pending
         requests.forget_others(pending.trigger_id if pending else None)
@@ -177,12 +180,11 @@ class Observer:
         elif cached is not None:
             savepoint = cached.result
         start = datetime.fromtimestamp(job.start_time_ms / 1000, UTC) if job.start_time_ms > 0 else None
-        return ObservedJob(deployments_exist=True, job_id=job.job_id, job_state=job.state, start_time=start,
-                           last_checkpoint=last_checkpoint, savepoint=savepoint, pod_problems=observed.pod_problems)
+        return replace(observed, deployments_exist=True, job_id=job.job_id, job_state=job.state, start_time=start,
+                       last_checkpoint=last_checkpoint, savepoint=savepoint)
 
 
 def _with_cached_savepoint(observed: ObservedJob, cached: SavepointRequest | None) -> ObservedJob:
     if cached is None or cached.result is None:
         return observed
-    return ObservedJob(deployments_exist=observed.deployments_exist, savepoint=cached.result,
-                       pod_problems=observed.pod_problems)
+    return replace(observed, savepoint=cached.result)

@@ -7,7 +7,8 @@ autoscaler's evaluations (`autoscale`) take the same lock and write their decisi
 repeats that until a step asks to wait; it returns how long. Passes of one FlinkJob never
 overlap (a lock per FlinkJob), whoever calls: a kopf handler, the daemon, the deletion handler.
 Events are posted for what a user wants to see in `kubectl describe`: condition changes (an
-invalid spec with its field path, savepoint failures, rollbacks), deployments, disposals.
+invalid spec with its field path, savepoint failures, rollbacks, a JobManager Service without a ready
+endpoint), deployments, disposals.
 """
 
 from __future__ import annotations
@@ -60,8 +61,9 @@ log = logging.getLogger(__name__)
 MAX_STEPS_PER_PASS = 25
 # Conditions whose change to these reasons is a warning in the FlinkJob's events.
 WARNING_REASONS = {"InvalidSpec", "SavepointFailed", "DeploymentTimeout", "JobFailed", "RollingBack",
-                   "JobNotRunning", *("ImagePullBackOff", "ErrImagePull", "CrashLoopBackOff", "Unschedulable",
-                                      "CreateContainerConfigError", "InvalidImageName")}
+                   "JobNotRunning", "JobManagerNotReady", *("ImagePullBackOff", "ErrImagePull", "CrashLoopBackOff",
+                                                            "Unschedulable", "CreateContainerConfigError",
+                                                            "InvalidImageName")}
 
 EventPoster = Callable[[Mapping[str, Any], str, str, str], None]
 

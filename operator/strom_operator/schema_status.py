@@ -135,8 +135,9 @@ STATUS: Schema = obj("Observed state of the job, and the operator's record of wh
         "age": string("Age of the snapshot when restored, e.g. '5 min' (empty when unknown)."),
         "why": string("Why this snapshot (or none) was chosen."),
     }),
-    "conditions": array("Ready, Progressing and Degraded conditions, with reasons.", obj("A condition.", {
-        "type": string("Condition type.", enum=("Ready", "Progressing", "Degraded")),
+    "conditions": array("Ready, Progressing and Degraded conditions, with reasons; JobManagerReady once "
+                        "TaskManagers waited for a JobManager Service without a ready endpoint.", obj("A condition.", {
+        "type": string("Condition type.", enum=("Ready", "Progressing", "Degraded", "JobManagerReady")),
         "status": string("Whether the condition holds.", enum=("True", "False", "Unknown")),
         "reason": string("One-word CamelCase reason."),
         "message": string("Human-readable explanation."),

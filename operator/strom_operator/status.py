@@ -186,7 +186,7 @@ class RestoredFrom:
 
 @dataclass(frozen=True, slots=True)
 class Condition:
-    type: str  # Ready | Progressing | Degraded
+    type: str  # Ready | Progressing | Degraded | JobManagerReady
     status: str  # True | False | Unknown
     reason: str = ""
     message: str = ""
@@ -254,7 +254,7 @@ class FlinkJobStatus:
         since = old.last_transition_time if old is not None and old.status == status else now
         new = Condition(type_, status, reason, message, since)
         others = tuple(c for c in self.conditions if c.type != type_)
-        order = {"Ready": 0, "Progressing": 1, "Degraded": 2}
+        order = {"Ready": 0, "Progressing": 1, "Degraded": 2, "JobManagerReady": 3}
         return replace(self, conditions=tuple(sorted(others + (new,), key=lambda c: order.get(c.type, 9))))
 
 
