@@ -1,16 +1,50 @@
-"""A "process kubelet": realizes Deployments and Pods as local processes on loopback, as a cluster runs pods.
+"""A "process kubelet": realizes Deployments and Pods as local processes, each pod in a network of its own.
 
-It plays the kubelet and the Deployment controller for the operator's integration tests and the
-e2e harness, so a real JobManager and real TaskManagers run from exactly the pod templates the
-operator built, and (with `bare_pods=True`) a batch FlinkJob's Spark driver from its driver Pod:
+It plays the kubelet, the Deployment controller, the endpoints controller and cluster DNS for the
+operator's integration tests and the e2e harness, so a real JobManager and real TaskManagers run
+from exactly the pod templates the operator built, and (with `bare_pods=True`) a batch FlinkJob's
+Spark driver from its driver Pod:
 
+* **every pod has its own network**: a Linux network namespace with its own IP on one bridge
+  (`tests/netns.py`: a `TestNetwork` in 198.18.0.0/15 that the kubelet creates at `start` and
+  closes at `stop`, or one handed to it). The container runs through `ip netns exec` in it: same
+  filesystem, own network. `status.podIP` is that IP (kept across container restarts, as a pod's
+  sandbox keeps it), `status.hostIP` the bridge's gateway, which is this machine: the machine
+  reaches every pod IP and the pods reach servers the machine binds on the gateway (S3 in the
+  tests). Pods have their own ports, so fixed ports (8081, 6123, 9249) never collide. The
+  machine's hostname (a pod's processes share it: there is no UTS namespace) resolves to the
+  pod's own IP inside the pod, as a pod's hostname does;
+* **what the pod template says is what runs**: no address or port is rewritten. The container's
+  `command`/`args` (`strom` runs as `python -m strom.cli`) get Kubernetes' `$(VAR)` expansion from
+  the container's env (`$$` escapes, unknown references stay as written: container_env.py);
 * each Deployment keeps `spec.replicas` pods; each pod is a Pod object (the template's labels,
-  owned by its Deployment) and one process running the first container's `command`/`args`
-  (`strom` as `python -m strom.cli`) in its own process group;
-* the container's env is resolved as the kubelet does: `value`, `valueFrom.secretKeyRef` /
-  `configMapKeyRef`, `envFrom` (`secretRef`, `configMapRef`, with `prefix`); ConfigMap volumes
-  are written to a directory, and an env value naming the mount path points there. A missing
-  Secret or ConfigMap (not `optional`) keeps the pod Pending in `CreateContainerConfigError`;
+  owned by its Deployment) and one process running the first container in its own process group;
+* the container's env is resolved as the kubelet does: `value` (with `$(VAR)` of the entries
+  before it), `valueFrom.secretKeyRef` / `configMapKeyRef`, the downward API `valueFrom.fieldRef`
+  (status.podIP, status.hostIP, metadata.name, metadata.namespace, metadata.uid,
+  metadata.labels['k'], spec.nodeName, ...), `envFrom` (`secretRef`, `configMapRef`, with
+  `prefix`); HOSTNAME is the pod's name. ConfigMap volumes are written to a directory, and an env
+  value naming the mount path points there. A missing Secret or ConfigMap (not `optional`) keeps
+  the pod Pending in `CreateContainerConfigError`;
+* **Services resolve to the pods they select**: a Service's endpoints are the pods its
+  `spec.selector` matches that are Running and Ready (or only Running under
+  `publishNotReadyAddresses`). Every pod's hosts file maps `<svc>`, `<svc>.<ns>`, `<svc>.<ns>.svc`
+  and `<svc>.<ns>.svc.cluster.local` to those pod IPs (rewritten in place when they change, so
+  running processes see it, as they see DNS change). This is headless resolution: there is no
+  ClusterIP and no kube-proxy, a client dials the pod IP on the port it names, which for the
+  operator's Services equals the targetPort. A Service without endpoints resolves to nothing (the
+  name is unknown), so a dependent process waits and retries until the pod behind it is ready;
+* **readiness**: the container's `readinessProbe` (`httpGet` path/port, the port a number or a
+  name from `ports`; `tcpSocket`) runs from this machine against the pod IP every
+  `periodSeconds`, capped at `max_probe_period_s` (1 s) as is `initialDelaySeconds`, with
+  `timeoutSeconds`, `failureThreshold` and `successThreshold`; a container without one is ready
+  while it runs (`exec`/`grpc` probes are not run: such a pod too). Readiness is reported in the
+  pod's Ready/ContainersReady conditions and `containerStatuses[].ready`, and as the Deployment's
+  ready and available replicas. Liveness and startup probes are not run;
+* **the operator**, a process on the machine, reaches a JobManager's REST API through a JSON map
+  `"namespace/service" -> "http://<pod IP>:<port>"` (`--jobmanager-url-map`): every Service with a
+  port named `rest` maps to its first ready pod's IP and that port's targetPort, and leaves the
+  map while it has no ready pod;
 * a container that exits is restarted in the same pod (restartPolicy Always): the whole process
   group is killed first (a container dies with its children), `restartCount` goes up, and the
   pod waits in `CrashLoopBackOff` for a back-off that doubles from `restart_backoff_s` up to
@@ -18,38 +52,35 @@ operator built, and (with `bare_pods=True`) a batch FlinkJob's Spark driver from
 * replica changes add or remove pods (the newest go first) without touching the others; a
   template change replaces all pods (Recreate: the old ones are gone before new ones start);
   a deleted Pod object is replaced; a deleted Deployment takes its processes with it;
-* Services are stable loopback addresses: the first time a JobManager Service is needed it gets
-  free REST and RPC ports, which every JobManager pod behind it binds (`-D rest.port=...`) and a
-  TaskManager's `--jobmanager <service>:6123` is rewritten to. A restarted or replaced JobManager
-  is therefore found again at the same address, as through a Service. The REST URLs are written
-  to a JSON map `"namespace/service" -> URL`, which the operator reads (`--jobmanager-url-map`)
-  instead of resolving the Service;
 * bare Pods (`bare_pods=True`): every Pod that no Deployment owns and whose first container has a
-  `command` runs once, with the same command, env and ConfigMap-volume resolution, and its
-  `restartPolicy` decides what follows an exit: Never ends the pod (phase Succeeded on exit 0,
-  else Failed), OnFailure restarts it only after a non-zero exit, Always like a Deployment's pod.
-  A Pod without a command would run its image's entry point; there are no images here, so such a
-  Pod is left alone (a test that creates one plays its kubelet, as tests/operator's batch
-  integration test does for driver pods: its kubelet is made without `bare_pods`). Deleting the
-  Pod kills its container's process group. The ended container's `state.terminated` has exit
-  code, reason and, under `terminationMessagePolicy: FallbackToLogsOnError` after a failure, the
-  message Kubernetes takes from the log: its last 80 lines, at most their last 2048 bytes (the
-  `terminationMessagePath` file is not read: a process has no container filesystem);
+  `command` runs once, with the same command, env and ConfigMap-volume resolution and a network
+  of its own, and its `restartPolicy` decides what follows an exit: Never ends the pod (phase
+  Succeeded on exit 0, else Failed), OnFailure restarts it only after a non-zero exit, Always like
+  a Deployment's pod. A Pod without a command would run its image's entry point; there are no
+  images here, so such a Pod is left alone (a test that creates one plays its kubelet, as
+  tests/operator's batch integration test does for driver pods: its kubelet is made without
+  `bare_pods`). Deleting the Pod kills its container's process group. The ended container's
+  `state.terminated` has exit code, reason and, under `terminationMessagePolicy:
+  FallbackToLogsOnError` after a failure, the message Kubernetes takes from the log: its last 80
+  lines, at most their last 2048 bytes (the `terminationMessagePath` file is not read: a process
+  has no container filesystem);
 * a Spark driver of Kubernetes (`--spark-master k8s://...`, a batch FlinkJob's driver Pod) runs
   Spark in **local mode**: there is no container runtime for the executor pods Spark would create,
-  so `--spark-master` is rewritten to `local[2]`, and the driver's network to loopback (`-D
-  spark.driver.host/bindAddress=127.0.0.1`, free-chosen driver, block manager and UI ports,
-  SPARK_LOCAL_IP), exactly as a TaskManager's `--jobmanager <service>:6123` is rewritten to a
-  loopback address. Everything else of the pod is real: its command, args, env, mounted config;
+  so `--spark-master` is rewritten to `local[2]`, the one rewrite left. Its executors are then
+  threads of the driver, so the driver advertises and binds its pod IP (`-D spark.driver.host` and
+  `spark.driver.bindAddress` = pod IP, SPARK_LOCAL_IP) rather than the headless Service name its
+  executor pods would dial; its ports are the ones the operator set (the pod's own). Everything
+  else of the pod is real: its command, args, env, mounted config, network;
 * pod status reports phase (Pending until the container first ran, then Running; Succeeded or
-  Failed once a container that is not restarted has ended), readiness, `restartCount`, `state`
-  (running, waiting with its reason, or terminated) and `lastState.terminated` (exit code; reason
-  `Completed`, `Error`, or `Killed` for SIGKILL); the Deployment's status reports replicas, ready
-  and available replicas.
+  Failed once a container that is not restarted has ended), podIP/hostIP, readiness,
+  `restartCount`, `state` (running, waiting with its reason, or terminated) and
+  `lastState.terminated` (exit code; reason `Completed`, `Error`, or `Killed` for SIGKILL); the
+  Deployment's status reports replicas, ready and available replicas.
 
-It polls the API (every `POLL_S`), in a thread with its own event loop. Not emulated: probes (a
-running process is Ready), resource limits, RollingUpdate (the operator uses Recreate), init
-containers and any container but the first.
+It polls the API (every `POLL_S`), in a thread with its own event loop. Needs root for the
+network namespaces (`tests.netns.unavailable_reason()` says why not; the fixtures skip with it).
+Not emulated: resource limits, RollingUpdate (the operator uses Recreate), init containers and
+any container but the first, ClusterIP/NodePort addressing, Service environment variables.
 """
 
 from __future__ import annotations
@@ -72,16 +103,20 @@ from typing import Any
 
 from strom_operator.kube_api import KubeApi, KubeApiError
 
+from tests.netns import TestHost, TestNetwork
+from tests.operator.container_env import ContainerConfigError, PodFields, expand_references, field_value
+from tests.operator.pod_network import container_ports, hosts_entries, probe, probe_kind, selects, target_port
+
 ROOT = Path(__file__).resolve().parents[2]
 POLL_S = 0.2
 BACKOFF_RESET_S = 60.0  # a container that ran this long starts its back-off over (Kubernetes: 10 min)
 TERMINATION_GRACE_S = 15.0  # Kubernetes' terminationGracePeriodSeconds default is 30 s
 TERMINATION_LOG_LINES, TERMINATION_LOG_BYTES = 80, 2048  # the kubelet's FallbackToLogsOnError tail
 LOCAL_SPARK_MASTER = "local[2]"
-# A Spark driver's network on loopback: its pod would have an IP of its own, fixed ports and a Service
-# name for executors to dial; here every port is free-chosen and nothing leaves 127.0.0.1.
-SPARK_LOOPBACK = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-                  "spark.driver.port": "0", "spark.driver.blockManager.port": "0", "spark.ui.port": "0"}
+NODE_NAME = "process-kubelet"  # spec.nodeName of the pods it runs
+REST_PORT_NAME = "rest"  # a Service port of this name goes into the operator's URL map
+
+__all__ = ["ROOT", "ContainerConfigError", "PodProcess", "ProcessKubelet", "free_port", "log_tail"]
 
 
 def _now() -> str:
@@ -94,13 +129,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class ContainerConfigError(Exception):
-    """The container cannot be configured (a missing Secret or ConfigMap key): the pod stays Pending."""
-
-
 @dataclass
 class PodProcess:
-    """One pod: its container's process, restarts and what was last reported of it."""
+    """One pod: its network, its container's process, restarts, readiness and what was last reported."""
 
     name: str
     log_path: Path
@@ -108,6 +139,10 @@ class PodProcess:
     restart_policy: str = "Always"  # Always | OnFailure | Never (a Deployment's pods: Always)
     fallback_to_logs: bool = False  # terminationMessagePolicy FallbackToLogsOnError
     uid: str = ""  # a bare Pod's uid: a Pod deleted and created again under its name is another pod
+    labels: dict[str, str] = field(default_factory=dict)  # what Service selectors match
+    ports: dict[str, int] = field(default_factory=dict)  # the container's named ports
+    readiness_probe: dict[str, Any] | None = None
+    host: TestHost | None = None  # the pod's network namespace and IP
     proc: subprocess.Popen[bytes] | None = None
     started_at: str = ""
     started_mono: float = 0.0
@@ -119,6 +154,13 @@ class PodProcess:
     reported: str = ""
     log_offset: int = 0  # where the current container's own output starts in log_path
     terminated: dict[str, Any] | None = None  # the container's end when it is not restarted: the pod ended
+    # readiness probe state of the running container
+    probe_ready: bool = False
+    probe_successes: int = 0
+    probe_failures: int = 0
+    next_probe: float = 0.0
+    probing: bool = False
+    names_written: dict[str, list[str]] | None = None  # the Service names last written to its hosts file
 
     @property
     def pid(self) -> int | None:
@@ -128,6 +170,15 @@ class PodProcess:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    @property
+    def ready(self) -> bool:
+        """Running, and its readiness probe (if it has one) passed as often as successThreshold asks."""
+        return self.running and (self.readiness_probe is None or self.probe_ready)
+
+    @property
+    def ip(self) -> str:
+        return self.host.ip if self.host is not None else ""
+
 
 @dataclass
 class Realized:
@@ -135,46 +186,44 @@ class Realized:
 
     uid: str
     fingerprint: str
-    component: str
     pods: list[PodProcess] = field(default_factory=list)
     reported: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class ServiceAddress:
-    rest_port: int
-    rpc_port: int
-
-    @property
-    def rest_url(self) -> str:
-        return f"http://127.0.0.1:{self.rest_port}"
-
-
 class ProcessKubelet:
     def __init__(self, api_url: str, namespace: str, work_dir: Path, *, url_map: Path | None = None,
-                 restart_backoff_s: float = 1.0, max_restart_backoff_s: float = 10.0,
+                 network: TestNetwork | None = None, restart_backoff_s: float = 1.0,
+                 max_restart_backoff_s: float = 10.0, max_probe_period_s: float = 1.0,
                  bare_pods: bool = False) -> None:
         self.api_url = api_url
         self.namespace = namespace
         self.work_dir = work_dir
         self.url_map = url_map or work_dir / "jobmanager-urls.json"
         self.url_map.write_text("{}")
+        self.network = network  # None: made at start, closed at stop
+        self._owns_network = network is None
         self.restart_backoff_s = restart_backoff_s
         self.max_restart_backoff_s = max_restart_backoff_s
+        self.max_probe_period_s = max_probe_period_s
         self.realized: dict[str, Realized] = {}
         self.bare_pods = bare_pods
         self.bare: dict[str, PodProcess] = {}  # Pods no Deployment owns, by name
-        self.services: dict[str, ServiceAddress] = {}
+        self.urls: dict[str, str] = {}  # "namespace/service" -> REST URL, as written to url_map
+        self.names: dict[str, list[str]] = {}  # pod IP -> Service names, as in every pod's hosts file
         self.errors: list[str] = []
         self._loop = asyncio.new_event_loop()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="process-kubelet", daemon=True)
         self._counter = 0
-        self._lock = threading.Lock()  # guards `realized` between the kubelet thread and test threads
+        self._lock = threading.Lock()  # guards `realized` and `bare` between the kubelet thread and test threads
+        self._probes: set[asyncio.Task[None]] = set()
+        self._hostname = socket.gethostname()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> ProcessKubelet:
+        if self.network is None:
+            self.network = TestNetwork.create()
         self._thread.start()
         return self
 
@@ -182,10 +231,18 @@ class ProcessKubelet:
         self._stop.set()
         self._thread.join(30)
         with self._lock:
-            for name in list(self.realized):
-                _terminate([p for p in self.realized.pop(name).pods])
-            _terminate(list(self.bare.values()))
+            pods = [p for name in list(self.realized) for p in self.realized.pop(name).pods]
+            pods += list(self.bare.values())
             self.bare.clear()
+        self._discard(pods)  # processes first: a namespace goes only once nothing runs in it
+        if self._owns_network and self.network is not None:
+            self.network.close()
+
+    @property
+    def gateway(self) -> str:
+        """This machine's address on the pods' network: where pods reach servers on the machine."""
+        assert self.network is not None, "the kubelet's network exists from start() on"
+        return self.network.gateway
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
@@ -219,6 +276,18 @@ class ProcessKubelet:
         with self._lock:
             return self.bare.get(name)
 
+    def pod(self, name: str) -> PodProcess | None:
+        """Any pod the kubelet runs, by its Pod name."""
+        with self._lock:
+            return next((p for p in self._all_pods() if p.name == name), None)
+
+    def rest_url(self, service: str) -> str | None:
+        """The REST URL the operator is given for a Service of the kubelet's namespace (a ready pod's)."""
+        return self.urls.get(f"{self.namespace}/{service}")
+
+    def _all_pods(self) -> list[PodProcess]:
+        return [p for r in self.realized.values() for p in r.pods] + list(self.bare.values())
+
     # -- reconciliation of Deployments into processes --------------------------------------------
 
     async def _sync(self, kube: KubeApi) -> None:
@@ -227,26 +296,33 @@ class ProcessKubelet:
         pods = await kube.list("Pod", self.namespace)
         pod_names = {p["metadata"]["name"] for p in pods}
         deployments = {d["metadata"]["name"]: d for d in await kube.list("Deployment", self.namespace)}
+        services = await kube.list("Service", self.namespace)
         # Deleted Deployments, and replaced ones (Recreate: old pods gone before new ones start), all
         # terminated together: an upgrade replaces the JobManager and the TaskManagers at once.
         stale = [n for n, r in self.realized.items() if n not in deployments or r.uid != deployments[n]["metadata"][
             "uid"] or r.fingerprint != _fingerprint(deployments[n])]
         await self._remove_deployments(kube, stale)
-        await self._forget_services(kube)
         for d in deployments.values():
             name = d["metadata"]["name"]
             current = self.realized.get(name)
             if current is None:
-                current = Realized(d["metadata"]["uid"], _fingerprint(d), _component(d))
+                current = Realized(d["metadata"]["uid"], _fingerprint(d))
                 with self._lock:
                     self.realized[name] = current
             await self._scale(kube, d, current, pod_names)
             for pod in list(current.pods):
-                await self._run_container(kube, pod, d["spec"]["template"], component=current.component, owner=name)
-                await self._report_pod(kube, pod)
-            await self._report_deployment(kube, d, current)
+                await self._run_container(kube, pod, d["spec"]["template"])
+                self._schedule_probe(pod)
         if self.bare_pods:
             await self._sync_bare_pods(kube, pods)
+        self._resolve_services(services)
+        for d in deployments.values():
+            realized = self.realized[d["metadata"]["name"]]
+            for pod in list(realized.pods):
+                await self._report_pod(kube, pod)
+            await self._report_deployment(kube, d, realized)
+        for pod in list(self.bare.values()):
+            await self._report_pod(kube, pod)
 
     async def _sync_bare_pods(self, kube: KubeApi, pods: list[dict[str, Any]]) -> None:
         """Run the Pods no Deployment owns, once each (their restartPolicy decides what follows an exit)."""
@@ -254,44 +330,63 @@ class ProcessKubelet:
         for name, pod in list(self.bare.items()):
             obj = wanted.get(name)
             if obj is None or obj["metadata"]["uid"] != pod.uid:
-                _terminate([pod])  # the Pod object was deleted: its container goes with it
+                self._discard([pod])  # the Pod object was deleted: its container goes with it
                 with self._lock:
                     del self.bare[name]
         for name, obj in wanted.items():
             pod = self.bare.get(name)
             if pod is None:
-                pod = _pod_process(name, self.work_dir, obj["spec"], uid=obj["metadata"]["uid"])
+                pod = self._new_pod(name, obj["spec"], obj["metadata"].get("labels") or {},
+                                    uid=obj["metadata"]["uid"])
                 with self._lock:
                     self.bare[name] = pod
-            await self._run_container(kube, pod, obj, component=_component(obj), owner=name)
-            await self._report_pod(kube, pod)
+            await self._run_container(kube, pod, obj)
+            self._schedule_probe(pod)
 
     async def _scale(self, kube: KubeApi, deployment: dict[str, Any], realized: Realized,
                      pod_names: set[str]) -> None:
         for pod in [p for p in realized.pods if p.reported and p.name not in pod_names]:
             # the Pod object was deleted (kubectl delete pod): its container goes, a new pod replaces it
-            _terminate([pod])
+            self._discard([pod])
             with self._lock:
                 realized.pods.remove(pod)
         wanted = int(deployment["spec"].get("replicas", 1))
         while len(realized.pods) > wanted:
             pod = realized.pods[-1]
-            _terminate([pod])
+            self._discard([pod])
             with self._lock:
                 realized.pods.pop()
             await self._delete_pod(kube, pod.name)
+        template = deployment["spec"]["template"]
         while len(realized.pods) < wanted:
             self._counter += 1
             name = f"{deployment['metadata']['name']}-{self._counter:04d}"
-            pod = _pod_process(name, self.work_dir, deployment["spec"]["template"]["spec"])
-            await kube.create(_pod_object(self.namespace, name, deployment))
+            pod = self._new_pod(name, template["spec"], template["metadata"].get("labels") or {})
+            try:
+                created = await kube.create(_pod_object(self.namespace, name, deployment))
+            except BaseException:
+                self._discard([pod])
+                raise
+            pod.uid = str((created or {}).get("metadata", {}).get("uid", ""))
             with self._lock:
                 realized.pods.append(pod)
 
-    async def _run_container(self, kube: KubeApi, pod: PodProcess, source: dict[str, Any], *, component: str,
-                             owner: str) -> None:
+    def _new_pod(self, name: str, spec: dict[str, Any], labels: dict[str, str], *, uid: str = "") -> PodProcess:
+        """A pod and its network: a namespace of its own, its hosts file naming the Services as they are."""
+        assert self.network is not None
+        container = spec["containers"][0]
+        pod = PodProcess(name, self.work_dir / f"{name}.log", container=container.get("name", "main"),
+                         restart_policy=spec.get("restartPolicy") or "Always",
+                         fallback_to_logs=container.get("terminationMessagePolicy") == "FallbackToLogsOnError",
+                         uid=uid, labels=dict(labels), ports=container_ports(container),
+                         readiness_probe=container.get("readinessProbe"))
+        pod.host = self.network.add_host(name)
+        self._write_names(pod)
+        return pod
+
+    async def _run_container(self, kube: KubeApi, pod: PodProcess, source: dict[str, Any]) -> None:
         """Start the container if it is not running and its back-off is over; note an exit. `source` holds
-        the pod's spec (a Deployment's template or a bare Pod), `owner` names the JobManager Service."""
+        the pod's spec (a Deployment's template or a bare Pod)."""
         if pod.terminated is not None:
             return  # the pod has ended: nothing restarts it
         if pod.proc is not None:
@@ -300,6 +395,7 @@ class ProcessKubelet:
                 return
             _kill_group(pod.proc.pid)  # what the container's children would not survive
             pod.proc = None
+            pod.probe_ready = False
             end: dict[str, Any] = {"exitCode": code, "reason": _exit_reason(code), "startedAt": pod.started_at,
                                    "finishedAt": _now()}
             if code != 0 and pod.fallback_to_logs:
@@ -318,86 +414,71 @@ class ProcessKubelet:
         if time.monotonic() < pod.next_start:
             return
         try:
-            command, env = await self._container_command(kube, source, component=component, owner=owner)
+            argv, env = await self._container_command(kube, source, pod)
         except ContainerConfigError as e:
             pod.waiting = ("CreateContainerConfigError", str(e))
             pod.next_start = time.monotonic() + self.restart_backoff_s
             return
+        assert pod.host is not None
         with open(pod.log_path, "ab") as log:
-            log.write(f"--- container start {_now()} (restart {pod.restarts}): {' '.join(command)}\n".encode())
+            log.write(f"--- container start {_now()} (restart {pod.restarts}, pod IP {pod.ip}): "
+                      f"{' '.join(argv)}\n".encode())
             log.flush()
             pod.log_offset = log.tell()
-            pod.proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
+            # `ip netns exec` execs the command: the pid is the container's, its network the pod's
+            pod.proc = subprocess.Popen(pod.host.command(argv), env=env, stdout=log, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.work_dir)
         pod.started_at, pod.started_mono, pod.waiting = _now(), time.monotonic(), None
+        pod.probe_ready, pod.probe_successes, pod.probe_failures, pod.probing = False, 0, 0, False
+        if pod.readiness_probe is not None:
+            delay = float(pod.readiness_probe.get("initialDelaySeconds", 0))
+            pod.next_probe = pod.started_mono + min(delay, self.max_probe_period_s)
 
-    async def _container_command(self, kube: KubeApi, source: dict[str, Any], *, component: str,
-                                 owner: str) -> tuple[list[str], dict[str, str]]:
+    async def _container_command(self, kube: KubeApi, source: dict[str, Any],
+                                 pod: PodProcess) -> tuple[list[str], dict[str, str]]:
+        """The container's argv and environment: its command and args with `$(VAR)` expanded from
+        its env, exactly as written otherwise (a Spark driver of Kubernetes aside, see the docstring)."""
         container = source["spec"]["containers"][0]
-        args = list(container.get("args") or [])
-        if component == "taskmanager" and "--jobmanager" in args:
-            i = args.index("--jobmanager")
-            service = args[i + 1].split(":")[0]
-            args[i + 1] = f"127.0.0.1:{self._service(service).rpc_port}"
-            args[1:1] = ["-D", "metrics.reporter.prom.port=0", "-D", "heartbeat.interval=500",
-                         "-D", "heartbeat.timeout=5000"]
-        elif component == "jobmanager":
-            address = self._service(owner)
-            args[1:1] = ["-D", "rest.address=127.0.0.1", "-D", f"rest.port={address.rest_port}",
-                         "-D", "jobmanager.rpc.address=127.0.0.1", "-D", f"jobmanager.rpc.port={address.rpc_port}",
-                         "-D", "metrics.reporter.prom.port=0", "-D", "heartbeat.interval=500",
-                         "-D", "heartbeat.timeout=5000"]
-        spark_driver = _spark_on_kubernetes(args)
-        if spark_driver:
-            # No container runtime for executor pods: the driver's Spark runs in local mode, on loopback.
+        env, defined = await self._env(kube, source, container, pod)
+        command = [expand_references(str(c), defined) for c in container.get("command") or ()]
+        args = [expand_references(str(a), defined) for a in container.get("args") or ()]
+        if _spark_on_kubernetes(args):
+            # No container runtime for executor pods: the driver's Spark runs in local mode, its
+            # executors threads of the driver, which advertises and binds its own pod IP.
             args[args.index("--spark-master") + 1] = LOCAL_SPARK_MASTER
-            args[1:1] = [item for key, value in SPARK_LOOPBACK.items() for item in ("-D", f"{key}={value}")]
-        env = await self._env(kube, source, container)
-        if spark_driver:
-            env["SPARK_LOCAL_IP"] = "127.0.0.1"  # what Spark binds and advertises when no host is configured
-        command = [sys.executable, "-m", "strom.cli"] if container.get("command") == ["strom"] else list(
-            container.get("command") or [])
+            args[1:1] = ["-D", f"spark.driver.host={pod.ip}", "-D", f"spark.driver.bindAddress={pod.ip}"]
+            env["SPARK_LOCAL_IP"] = pod.ip  # what Spark binds when nothing else says
+        if command == ["strom"]:  # the image's entry point
+            command = [sys.executable, "-m", "strom.cli"]
         return [*command, *args], env
 
-    def _service(self, name: str) -> ServiceAddress:
-        """The stable loopback address of a JobManager Service, allocated on first use."""
-        address = self.services.get(name)
-        if address is None:
-            address = self.services[name] = ServiceAddress(free_port(), free_port())
-            self._write_url(name, address.rest_url)
-        return address
-
-    async def _forget_services(self, kube: KubeApi) -> None:
-        if not self.services:
-            return
-        alive = {s["metadata"]["name"] for s in await kube.list("Service", self.namespace)}
-        for name in [n for n in self.services if n not in alive and n not in self.realized]:
-            del self.services[name]
-            self._write_url(name, None)
-
-    async def _env(self, kube: KubeApi, template: dict[str, Any], container: dict[str, Any]) -> dict[str, str]:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "runtime-image"), str(ROOT / "operator"),
-                                             env.get("PYTHONPATH", "")])
+    async def _env(self, kube: KubeApi, template: dict[str, Any], container: dict[str, Any],
+                   pod: PodProcess) -> tuple[dict[str, str], dict[str, str]]:
+        """The process environment, and the container's own variables (what `$(VAR)` may name)."""
+        defined: dict[str, str] = {}
         for source in container.get("envFrom") or ():
             prefix = source.get("prefix", "")
             for kind, ref_key in (("Secret", "secretRef"), ("ConfigMap", "configMapRef")):
                 ref = source.get(ref_key)
                 if ref is not None:
                     data = await self._data(kube, kind, ref["name"], optional=bool(ref.get("optional")))
-                    env.update({prefix + k: v for k, v in data.items()})
+                    defined.update({prefix + k: v for k, v in data.items()})
+        fields = self._fields(template, pod)
         for item in container.get("env") or ():
             if "value" in item:
-                env[item["name"]] = str(item["value"])
+                defined[item["name"]] = expand_references(str(item["value"]), defined)
                 continue
             value_from = item.get("valueFrom") or {}
+            if "fieldRef" in value_from:
+                defined[item["name"]] = field_value(value_from["fieldRef"]["fieldPath"], fields)
+                continue
             for kind, ref_key in (("Secret", "secretKeyRef"), ("ConfigMap", "configMapKeyRef")):
                 ref = value_from.get(ref_key)
                 if ref is None:
                     continue
                 data = await self._data(kube, kind, ref["name"], optional=bool(ref.get("optional")))
                 if ref["key"] in data:
-                    env[item["name"]] = data[ref["key"]]
+                    defined[item["name"]] = data[ref["key"]]
                 elif not ref.get("optional"):
                     raise ContainerConfigError(f"couldn't find key {ref['key']} in {kind} "
                                                f"{self.namespace}/{ref['name']}")
@@ -412,11 +493,23 @@ class ProcessKubelet:
             conf_dir.mkdir()
             for key, text in data.items():
                 (conf_dir / key).write_text(text)
-            # the container reads its configuration where the volume is mounted
-            for key, value in list(env.items()):
+            # the container reads its configuration where the volume is mounted: no container filesystem here
+            for key, value in list(defined.items()):
                 if value == mounts[volume["name"]]:
-                    env[key] = str(conf_dir)
-        return env
+                    defined[key] = str(conf_dir)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "runtime-image"), str(ROOT / "operator"),
+                                             env.get("PYTHONPATH", "")])
+        env["HOSTNAME"] = pod.name
+        env.update(defined)
+        return env, defined
+
+    def _fields(self, source: dict[str, Any], pod: PodProcess) -> PodFields:
+        meta = source.get("metadata") or {}
+        return PodFields(name=pod.name, namespace=self.namespace, uid=pod.uid or pod.name, node_name=NODE_NAME,
+                         pod_ip=pod.ip, host_ip=self.gateway,
+                         service_account=source["spec"].get("serviceAccountName") or "default",
+                         labels=pod.labels, annotations=meta.get("annotations") or {})
 
     async def _data(self, kube: KubeApi, kind: str, name: str, *, optional: bool) -> dict[str, str]:
         obj = await kube.get(kind, self.namespace, name)
@@ -429,10 +522,78 @@ class ProcessKubelet:
                 k: str(v) for k, v in (obj.get("stringData") or {}).items()}
         return {k: str(v) for k, v in (obj.get("data") or {}).items()}
 
+    # -- readiness -------------------------------------------------------------------------------
+
+    def _schedule_probe(self, pod: PodProcess) -> None:
+        """Start the pod's next readiness probe when it is due (one at a time, in the kubelet's loop)."""
+        spec = pod.readiness_probe
+        if spec is None or not pod.running or pod.probing or time.monotonic() < pod.next_probe:
+            return
+        if probe_kind(spec) is None:
+            pod.probe_ready = True  # exec/grpc probes are not run: ready while running
+            return
+        pod.probing = True
+        task = self._loop.create_task(self._probe(pod, spec, pod.started_mono))
+        self._probes.add(task)
+        task.add_done_callback(self._probes.discard)
+
+    async def _probe(self, pod: PodProcess, spec: dict[str, Any], container_start: float) -> None:
+        try:
+            ok = await probe(spec, pod.ip, pod.ports)
+        finally:
+            pod.probing = False
+        if pod.started_mono != container_start or not pod.running:
+            return  # the container this probe was for has gone
+        if ok:
+            pod.probe_successes, pod.probe_failures = pod.probe_successes + 1, 0
+            if pod.probe_successes >= int(spec.get("successThreshold", 1)):
+                pod.probe_ready = True
+        else:
+            pod.probe_successes, pod.probe_failures = 0, pod.probe_failures + 1
+            if pod.probe_failures >= int(spec.get("failureThreshold", 3)):
+                pod.probe_ready = False
+        pod.next_probe = time.monotonic() + min(float(spec.get("periodSeconds", 10)), self.max_probe_period_s)
+
+    # -- Services --------------------------------------------------------------------------------
+
+    def _resolve_services(self, services: list[dict[str, Any]]) -> None:
+        """Endpoints of every Service -> every pod's hosts file and the operator's URL map, on change."""
+        with self._lock:
+            pods = [p for p in self._all_pods() if p.host is not None]
+        endpoints: dict[str, list[str]] = {}
+        urls: dict[str, str] = {}
+        for service in services:
+            name, spec = service["metadata"]["name"], service.get("spec") or {}
+            members = [p for p in pods if selects(spec.get("selector"), p.labels) and (
+                p.ready or (spec.get("publishNotReadyAddresses") and p.terminated is None))]
+            endpoints[name] = [p.ip for p in members]
+            rest = next((sp for sp in spec.get("ports") or () if sp.get("name") == REST_PORT_NAME), None)
+            ready = [p for p in members if p.ready]
+            if rest is not None and ready and (port := target_port(rest, ready[0].ports)) is not None:
+                urls[f"{self.namespace}/{name}"] = f"http://{ready[0].ip}:{port}"
+        self.names = hosts_entries(endpoints, self.namespace)
+        for pod in pods:
+            self._write_names(pod)
+        if urls != self.urls:
+            self.urls = urls
+            tmp = self.url_map.with_suffix(".tmp")
+            tmp.write_text(json.dumps(urls, indent=1, sort_keys=True))
+            os.replace(tmp, self.url_map)  # the operator never reads half a file
+
+    def _write_names(self, pod: PodProcess) -> None:
+        """The pod's hosts file: the Services' names, and the machine's hostname as the pod's own IP."""
+        assert self.network is not None and pod.host is not None
+        if pod.names_written == self.names:
+            return
+        names = {address: list(aliases) for address, aliases in self.names.items()}
+        names.setdefault(pod.ip, []).append(self._hostname)
+        self.network.set_names(pod.host, names)
+        pod.names_written = self.names
+
     # -- status ----------------------------------------------------------------------------------
 
     async def _report_pod(self, kube: KubeApi, pod: PodProcess) -> None:
-        running = pod.running
+        running, ready = pod.running, pod.ready
         if pod.terminated is not None:
             state: dict[str, Any] = {"terminated": pod.terminated}
         elif running:
@@ -440,7 +601,7 @@ class ProcessKubelet:
         else:
             reason, message = pod.waiting or ("ContainerCreating", "")
             state = {"waiting": {"reason": reason, "message": message}}
-        container: dict[str, Any] = {"name": pod.container, "ready": running, "restartCount": pod.restarts,
+        container: dict[str, Any] = {"name": pod.container, "ready": ready, "restartCount": pod.restarts,
                                      "started": running, "state": state}
         if pod.last_exit is not None:
             container["lastState"] = {"terminated": pod.last_exit}
@@ -448,10 +609,13 @@ class ProcessKubelet:
             phase = "Succeeded" if pod.terminated["exitCode"] == 0 else "Failed"
         else:  # a pod stays Running between restarts once its container has run
             phase = "Running" if running or pod.restarts else "Pending"
-        status = {"phase": phase, "hostIP": "127.0.0.1", "podIP": "127.0.0.1",
+        flag = "True" if ready else "False"
+        status = {"phase": phase, "hostIP": self.gateway, "hostIPs": [{"ip": self.gateway}],
+                  "podIP": pod.ip, "podIPs": [{"ip": pod.ip}],
                   "conditions": [{"type": "PodScheduled", "status": "True"},
-                                 {"type": "Ready", "status": "True" if running else "False"},
-                                 {"type": "ContainersReady", "status": "True" if running else "False"}],
+                                 {"type": "Initialized", "status": "True"},
+                                 {"type": "Ready", "status": flag},
+                                 {"type": "ContainersReady", "status": flag}],
                   "containerStatuses": [container]}
         digest = json.dumps(status, sort_keys=True)
         if digest == pod.reported:
@@ -466,7 +630,7 @@ class ProcessKubelet:
         pod.reported = digest
 
     async def _report_deployment(self, kube: KubeApi, deployment: dict[str, Any], realized: Realized) -> None:
-        ready = sum(1 for p in realized.pods if p.running)
+        ready = sum(1 for p in realized.pods if p.ready)
         status = {"observedGeneration": deployment["metadata"].get("generation", 1), "replicas": len(realized.pods),
                   "updatedReplicas": len(realized.pods), "readyReplicas": ready, "availableReplicas": ready,
                   "unavailableReplicas": len(realized.pods) - ready}
@@ -488,9 +652,17 @@ class ProcessKubelet:
             return
         with self._lock:
             pods = [pod for name in names for pod in self.realized.pop(name).pods]
-        _terminate(pods)
+        self._discard(pods)
         for pod in pods:
             await self._delete_pod(kube, pod.name)
+
+    def _discard(self, pods: list[PodProcess]) -> None:
+        """Terminate the pods' containers, then remove their network namespaces (their IPs are free again)."""
+        _terminate(pods)
+        for pod in pods:
+            if pod.host is not None and self.network is not None:
+                self.network.remove_host(pod.host)
+            pod.host = None
 
     async def _delete_pod(self, kube: KubeApi, name: str) -> None:
         try:
@@ -498,17 +670,6 @@ class ProcessKubelet:
         except KubeApiError as e:
             if e.status != 404:
                 raise
-
-    def _write_url(self, service: str, url: str | None) -> None:
-        urls = json.loads(self.url_map.read_text() or "{}")
-        key = f"{self.namespace}/{service}"
-        if url is None:
-            urls.pop(key, None)
-        else:
-            urls[key] = url
-        tmp = self.url_map.with_suffix(".tmp")
-        tmp.write_text(json.dumps(urls))
-        os.replace(tmp, self.url_map)  # the operator never reads half a file
 
     def logs(self, *, tail: int = 2000) -> str:
         """The tail of every process log: for a failing test's message."""
@@ -528,13 +689,6 @@ def log_tail(path: Path, offset: int) -> str:
         data = f.read()
     lines = data.splitlines(keepends=True)[-TERMINATION_LOG_LINES:]
     return b"".join(lines)[-TERMINATION_LOG_BYTES:].decode(errors="replace")
-
-
-def _pod_process(name: str, work_dir: Path, spec: dict[str, Any], *, uid: str = "") -> PodProcess:
-    container = spec["containers"][0]
-    return PodProcess(name, work_dir / f"{name}.log", container=container.get("name", "main"),
-                      restart_policy=spec.get("restartPolicy") or "Always",
-                      fallback_to_logs=container.get("terminationMessagePolicy") == "FallbackToLogsOnError", uid=uid)
 
 
 def _is_bare(pod: dict[str, Any]) -> bool:
@@ -593,10 +747,6 @@ def _terminate(pods: list[PodProcess]) -> None:
         pod.proc = None
 
 
-def _component(obj: dict[str, Any]) -> str:
-    return (obj["metadata"].get("labels") or {}).get("app.kubernetes.io/component", "")
-
-
 def _fingerprint(deployment: dict[str, Any]) -> str:
     """The pod template's digest: a change replaces the pods (replicas do not)."""
     return hashlib.sha256(json.dumps(deployment["spec"]["template"], sort_keys=True).encode()).hexdigest()
@@ -611,6 +761,6 @@ def _pod_object(namespace: str, name: str, deployment: dict[str, Any]) -> dict[s
                      "annotations": dict(template["metadata"].get("annotations") or {}),
                      "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": meta["name"],
                                           "uid": meta["uid"], "controller": True}]},
-        "spec": template["spec"],
+        "spec": {**template["spec"], "nodeName": NODE_NAME},  # scheduled to this "node"
         "status": {"phase": "Pending"},
     }
