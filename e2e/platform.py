@@ -2,11 +2,13 @@
 
 * the Kubernetes API: the emulator (tests/operator/k8s_emulator.py, kmock with the fixes it
   needs) on loopback, or the cluster of `KUBECONFIG` when that is set;
-* the process kubelet (tests/operator/kubelet.py): realizes the operator's Deployments as local
-  processes and keeps them running like a Deployment; not used against a real cluster, whose
-  nodes run the pods from the image;
-* a real S3 server: `weed mini` (tests/engine/s3_server.py) for checkpoints and savepoints, or
-  the S3 endpoint a real run names (`STROM_E2E_S3_ENDPOINT`, see README.md);
+* the process kubelet (tests/operator/kubelet.py): realizes the operator's Deployments and Pods
+  as local processes, each pod in a network namespace with its own IP, Service names resolving to
+  the ready pods they select, and keeps them running like a Deployment; not used against a real
+  cluster, whose nodes run the pods from the image;
+* a real S3 server: `weed mini` (tests/engine/s3_server.py) for checkpoints and savepoints, bound
+  to the pods' network gateway (conftest.py), or the S3 endpoint a real run names
+  (`STROM_E2E_S3_ENDPOINT`, see README.md);
 * the operator: the `strom-operator` command as a process, which a scenario may kill and start
   again; against a real cluster with `STROM_E2E_OPERATOR=in-cluster`, the operator the Helm chart
   installed (killing it deletes its pod).
@@ -257,9 +259,10 @@ class Platform:
 
     # -- processes (emulated pods) ---------------------------------------------------------------
 
-    def kill_pod_process(self, deployment: str, *, sig: int = signal.SIGKILL) -> int:
-        """kill -9 the main process of the deployment's first running pod; its pid. A real cluster:
-        delete that pod with no grace period (the nearest an API client gets to kill -9)."""
+    def kill_pod_process(self, deployment: str, *, sig: int = signal.SIGKILL, group: bool = False) -> int:
+        """kill -9 the main process of the deployment's first running pod (`group`: its whole process
+        group, every process of the container); its pid. A real cluster: delete that pod with no grace
+        period (the nearest an API client gets to kill -9)."""
         if self.kubelet is None:
             pods = [p for p in self.list("Pod") if p["metadata"]["name"].startswith(deployment + "-")]
             path = f"/api/v1/namespaces/{self.namespace}/pods/{pods[0]['metadata']['name']}"
@@ -267,8 +270,16 @@ class Platform:
             return 0
         kubelet = self.kubelet
         pids = wait_until(lambda: kubelet.pids_of(deployment), timeout=30, what=f"a running pod of {deployment}")
-        os.kill(pids[0], sig)
+        if group:
+            os.killpg(pids[0], sig)
+        else:
+            os.kill(pids[0], sig)
         return int(pids[0])
+
+    def pod_ips(self, deployment: str) -> dict[str, str]:
+        """Pod name -> status.podIP of the deployment's pods that have one."""
+        return {p["metadata"]["name"]: ip for p in self.list("Pod") if p["metadata"]["name"].startswith(
+            deployment + "-") and (ip := (p.get("status") or {}).get("podIP"))}
 
     def restart_counts(self, deployment: str) -> list[int]:
         out = []
@@ -313,19 +324,20 @@ class Platform:
 
 
 def jobmanager_rest(platform: Platform, name: str, path: str) -> Any:
-    """GET a path of the FlinkJob's JobManager REST API (through the kubelet's Service address); None when
-    it does not answer or the cluster is real (its Services are not reachable from here)."""
+    """GET a path of the FlinkJob's JobManager REST API (at its ready pod's IP, as the kubelet gives it to
+    the operator); None when it does not answer, has no ready pod, or the cluster is real (its pods are
+    not reachable from here)."""
     import json
     import urllib.error
     import urllib.request
 
     if platform.kubelet is None:
         return None
-    address = platform.kubelet.services.get(f"{name}-jobmanager")
-    if address is None:
+    url = platform.kubelet.rest_url(f"{name}-jobmanager")
+    if url is None:
         return None
     try:
-        with urllib.request.urlopen(address.rest_url + path, timeout=5) as r:
+        with urllib.request.urlopen(url + path, timeout=5) as r:
             return json.loads(r.read())
     except (OSError, urllib.error.URLError, ValueError):
         return None

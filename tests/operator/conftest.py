@@ -1,5 +1,12 @@
-"""Fixtures of the operator integration tests (operator_harness.py): an API, the operator, the process kubelet,
-and one S3 server (weed mini) for every test of the package that keeps savepoints in S3."""
+"""Fixtures of the operator integration tests (operator_harness.py): an API, the pods' network, one S3 server
+(weed mini, on that network's gateway) for every test of the package that keeps savepoints in S3, the operator
+and the process kubelet."""
 
-from tests.engine.s3_server import s3_server_fixture  # noqa: F401 - registers `s3_server` (session scope)
-from tests.operator.operator_harness import k8s, kubelet, operator  # noqa: F401 - registers the fixtures
+from tests.operator.operator_harness import (  # noqa: F401 - registers the fixtures
+    k8s,
+    kubelet,
+    operator,
+    pod_network,
+    s3_server_on_pod_network,
+    url_map,
+)

