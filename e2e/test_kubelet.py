@@ -9,6 +9,7 @@ Never -> Succeeded or Failed with the exit code and, under FallbackToLogsOnError
 from __future__ import annotations
 
 import base64
+import ipaddress
 import json
 import signal
 import sys
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from e2e.platform import Platform, wait_until
+from tests.netns import TEST_BLOCK
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -236,3 +238,185 @@ def test_deleting_a_bare_pod_kills_its_process_group(emulated: Platform, tmp_pat
     assert platform.kubelet.bare_pod("bare-sleeper") is None  # type: ignore[union-attr]
     platform.delete("Pod", "bare-imageonly")
     platform.delete("ConfigMap", "bare-config")
+
+
+# -- networking: every pod its own IP, Services resolving to ready pods, nothing rewritten ---------------------
+
+# Binds its pod IP (argv[2]) on port 7000, writes its environment and argv once listening, then answers every
+# connection with its pod name and the address the connection came from.
+LISTENER = ("import json, os, socket, sys; out, ip = sys.argv[1], sys.argv[2]; s = socket.socket(); "
+            "s.bind((ip, 7000)); s.listen(); name = os.environ['POD_NAME']; tmp = os.path.join(out, name + '.tmp'); "
+            "json.dump({'env': dict(os.environ), 'argv': sys.argv}, open(tmp, 'w')); "
+            "os.replace(tmp, os.path.join(out, name + '.json'))\n"
+            "while True:\n"
+            "    c, peer = s.accept(); c.sendall(f'{name} {peer[0]}'.encode()); c.close()")
+# Connects to argv[1]:argv[2] and prints the answer.
+DIAL = ("import socket, sys; s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5); "
+        "print(s.recv(200).decode())")
+CONNECT = "import socket, sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5).close()"
+# Serves HTTP on 8080: /ready answers 200 while the file argv[1] exists, else 503; / answers with the pod name.
+WEB = ("import http.server, os, sys\n"
+       "class H(http.server.BaseHTTPRequestHandler):\n"
+       "    def do_GET(self):\n"
+       "        ok = self.path != '/ready' or os.path.exists(sys.argv[1])\n"
+       "        body = os.environ['POD_NAME'].encode()\n"
+       "        self.send_response(200 if ok else 503); self.send_header('Content-Length', str(len(body)))\n"
+       "        self.end_headers(); self.wfile.write(body)\n"
+       "    def log_message(self, *args): pass\n"
+       "http.server.HTTPServer(('0.0.0.0', 8080), H).serve_forever()")
+# Resolves the name argv[1] every 0.2 s; once it resolves, fetches http://<name>:8080/ and writes the address
+# and the answer to argv[2], with how many lookups had failed before (a dependent pod that waits, not crashes).
+RESOLVER = ("import socket, sys, time, urllib.request\n"
+            "failed = 0\n"
+            "while True:\n"
+            "    try:\n"
+            "        ip = socket.gethostbyname(sys.argv[1])\n"
+            "        body = urllib.request.urlopen(f'http://{sys.argv[1]}:8080/', timeout=5).read().decode()\n"
+            "        open(sys.argv[2], 'w').write(f'{ip} {body} {failed}'); break\n"
+            "    except OSError:\n"
+            "        failed += 1; time.sleep(0.2)\n"
+            "time.sleep(3600)")
+DOWNWARD_ENV = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
+
+
+def pod_deployment(name: str, command: list[str], *, replicas: int = 1, args: list[str] | None = None,
+                   env: list[dict[str, Any]] | None = None, labels: dict[str, str] | None = None,
+                   **container: Any) -> dict[str, Any]:
+    labels = {"app": name, **(labels or {})}
+    main: dict[str, Any] = {"name": "main", "command": command, "args": args or [], "env": env or DOWNWARD_ENV,
+                            **container}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": labels}, "spec": {"containers": [main]}}}}
+
+
+def is_ready(pod: dict[str, Any]) -> bool:
+    conditions = {c["type"]: c["status"] for c in (pod.get("status") or {}).get("conditions") or ()}
+    return conditions.get("Ready") == "True" and container_status(pod).get("ready") is True
+
+
+def cmdline(pid: int) -> list[str]:
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f.read().decode().split("\0")[:-1]
+
+
+def in_pod(platform: Platform, pod: str, argv: list[str]) -> Any:
+    """Run argv in the pod's network namespace (the machine's filesystem): the completed process."""
+    realized = platform.kubelet.pod(pod)  # type: ignore[union-attr]
+    assert realized is not None and realized.host is not None, f"the kubelet runs no pod {pod}"
+    return realized.host.run(argv, timeout=30)
+
+
+def resolves(platform: Platform, pod: str, name: str) -> list[str]:
+    """The addresses `name` resolves to inside the pod (its hosts file); [] when it does not resolve."""
+    done = in_pod(platform, pod, [sys.executable, "-c", "import socket, sys; print(' '.join(sorted({a[4][0] for a "
+                                  "in socket.getaddrinfo(sys.argv[1], 80, socket.AF_INET)})))", name])
+    return done.stdout.split() if done.returncode == 0 else []
+
+
+def test_each_pod_has_its_own_ip_reached_from_another_pod_and_its_argv_is_the_template_expanded(
+        emulated: Platform, tmp_path: Path):
+    platform, name = emulated, "kubelet-net"
+    env = [*DOWNWARD_ENV, {"name": "ADDR", "value": "$(POD_IP):7000"}]
+    # labelled as a TaskManager with a --jobmanager argument: what the kubelet once rewrote to loopback
+    args = [str(tmp_path), "$(POD_IP)", "--jobmanager", "kubelet-net-jm:6123", "-D", "rest.address=$(ADDR)",
+            "$$(POD_IP)", "$(UNDEFINED)", "$(POD_NAME).$(POD_NAMESPACE)@$(NODE)", "$(POD_IP"]
+    platform.create(pod_deployment(name, [sys.executable, "-c", LISTENER], replicas=2, args=args, env=env,
+                                   labels={"app.kubernetes.io/component": "taskmanager"},
+                                   readinessProbe={"tcpSocket": {"port": 7000}, "periodSeconds": 5}))
+    running = wait_until(lambda: len(p := pods(platform, name)) == 2 and all(map(is_ready, p)) and p, timeout=30,
+                         what="two pods Ready (tcpSocket probe on their port 7000)")
+    ips = {p["metadata"]["name"]: p["status"]["podIP"] for p in running}
+    assert len(set(ips.values())) == 2, f"two pods share an IP: {ips}"
+    assert all(ipaddress.ip_address(p["status"]["podIP"]) in TEST_BLOCK and p["status"]["podIP"] != p["status"][
+        "hostIP"] for p in running), ips
+    dep = wait_until(lambda: (d := platform.get("Deployment", name)) and (d.get("status") or {}).get(
+        "readyReplicas") == 2 and d, timeout=30, what="the Deployment's status: 2 ready")
+    assert dep["status"]["availableReplicas"] == 2
+
+    for pod in running:
+        pod_name, ip = pod["metadata"]["name"], pod["status"]["podIP"]
+        seen = json.loads((tmp_path / f"{pod_name}.json").read_text())
+        assert (seen["env"]["POD_IP"], seen["env"]["POD_NAME"], seen["env"]["POD_NAMESPACE"]) == (
+            ip, pod_name, platform.namespace)
+        assert seen["env"]["NODE"] == pod["spec"]["nodeName"] and seen["env"]["ADDR"] == f"{ip}:7000"
+        # Kubernetes' expansion, worked by hand: $(VAR) of a defined variable replaced, $$ an escaped $,
+        # an undefined or unclosed reference kept as written; nothing added, nothing rewritten
+        expected = [str(tmp_path), ip, "--jobmanager", "kubelet-net-jm:6123", "-D", f"rest.address={ip}:7000",
+                    "$(POD_IP)", "$(UNDEFINED)", f"{pod_name}.{platform.namespace}@{pod['spec']['nodeName']}",
+                    "$(POD_IP"]
+        assert seen["argv"][1:] == expected
+        process = platform.kubelet.pod(pod_name)  # type: ignore[union-attr]
+        assert process is not None and process.pid is not None
+        assert cmdline(process.pid) == [sys.executable, "-c", LISTENER, *expected]
+
+    # each pod dials the other's IP; the other sees the connection come from the dialer's own IP
+    (a, ip_a), (b, ip_b) = sorted(ips.items())
+    for src, dst, src_ip, dst_ip in ((a, b, ip_a, ip_b), (b, a, ip_b, ip_a)):
+        done = in_pod(platform, src, [sys.executable, "-c", DIAL, dst_ip, "7000"])
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == [dst, src_ip]
+    # the listener bound its pod IP only: its own loopback has nothing on 7000
+    done = in_pod(platform, a, [sys.executable, "-c", DIAL, "127.0.0.1", "7000"])
+    assert done.returncode != 0 and "refused" in done.stderr.lower()
+
+    platform.delete("Deployment", name)
+    wait_until(lambda: not pods(platform, name), timeout=30, what="pods gone")
+
+
+def test_a_service_name_resolves_to_its_ready_pod_only_while_the_readiness_probe_passes(
+        emulated: Platform, tmp_path: Path):
+    platform, svc = emulated, "kweb"
+    marker = tmp_path / "ready"
+    platform.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc},
+                     "spec": {"selector": {"app": svc}, "ports": [{"name": "http", "port": 8080,
+                                                                    "targetPort": "http"}]}})
+    platform.create(pod_deployment(svc, [sys.executable, "-c", WEB, str(marker)],
+                                   ports=[{"name": "http", "containerPort": 8080}],
+                                   readinessProbe={"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 5,
+                                                   "failureThreshold": 1}))
+    platform.create(pod_deployment("kclient", [sys.executable, "-c", RESOLVER, svc, str(tmp_path / "resolved")]))
+    web = wait_until(lambda: [p for p in pods(platform, svc) if container_status(p).get("started")], timeout=30,
+                     what="the web pod's container running")[0]
+    web_name, web_ip = web["metadata"]["name"], web["status"]["podIP"]
+    client = wait_until(lambda: [p for p in pods(platform, "kclient") if container_status(p).get("started")],
+                        timeout=30, what="the client pod's container running")[0]["metadata"]["name"]
+
+    # running, serving, but its readiness probe fails: not Ready, no endpoint, the name resolves to nothing
+    wait_until(lambda: in_pod(platform, client, [sys.executable, "-c", CONNECT, web_ip, "8080"]).returncode == 0
+               or None, timeout=30, what="the web server listening")
+    probed = platform.kubelet.pod(web_name)  # type: ignore[union-attr]
+    assert probed is not None
+    wait_until(lambda: probed.probe_failures >= 2, timeout=30, what="two failed readiness probes")
+    web = pods(platform, svc)[0]
+    assert not is_ready(web) and web["status"]["phase"] == "Running"
+    assert (platform.get("Deployment", svc) or {}).get("status", {}).get("readyReplicas", 0) == 0
+    for name in (svc, f"{svc}.{platform.namespace}", f"{svc}.{platform.namespace}.svc"):
+        assert resolves(platform, client, name) == []
+    assert not (tmp_path / "resolved").exists()
+
+    # the probe passes: Ready, and every form of the name resolves to the pod's IP in the client's pod
+    marker.touch()
+    wait_until(lambda: is_ready(pods(platform, svc)[0]), timeout=30, what="the web pod Ready")
+    for name in (svc, f"{svc}.{platform.namespace}", f"{svc}.{platform.namespace}.svc",
+                 f"{svc}.{platform.namespace}.svc.cluster.local"):
+        assert resolves(platform, client, name) == [web_ip]
+    # the client, running all along, saw the name appear and reached the pod through it
+    written = wait_until(lambda: (tmp_path / "resolved").exists() and (tmp_path / "resolved").read_text(),
+                         timeout=30, what="the client reached the Service by name")
+    ip, body, failed = written.split()
+    assert (ip, body) == (web_ip, web_name) and int(failed) > 0
+    assert container_status(pods(platform, "kclient")[0])["restartCount"] == 0
+    assert (platform.get("Deployment", svc) or {})["status"]["readyReplicas"] == 1
+
+    # the probe fails again (failureThreshold 1): the endpoint goes, the name resolves to nothing again
+    marker.unlink()
+    wait_until(lambda: not is_ready(pods(platform, svc)[0]), timeout=30, what="the web pod not Ready")
+    wait_until(lambda: resolves(platform, client, svc) == [], timeout=10, what="the name gone from the hosts file")
+
+    for kind, obj in (("Deployment", svc), ("Deployment", "kclient"), ("Service", svc)):
+        platform.delete(kind, obj)
+    wait_until(lambda: not pods(platform, svc) and not pods(platform, "kclient"), timeout=30, what="pods gone")
