@@ -41,7 +41,9 @@ Commands:
                and wait until it finishes; --threads runs it in this process instead.
   jobmanager   Start a JobManager (session mode), or with --job PATH run that job in it
                (application mode) and exit with its outcome.
-  taskmanager  Start a TaskManager that registers with --jobmanager HOST:PORT (RPC).
+  taskmanager  Start a TaskManager that registers with --jobmanager HOST:PORT (RPC; default
+               jobmanager.rpc.address:jobmanager.rpc.port). It advertises taskmanager.host, unset =
+               its address on the route to the JobManager; data servers bind taskmanager.bind-host.
 
 strom run JOB.py [job args...] [options]
 
@@ -368,14 +370,21 @@ def jobmanager_command(request: RunRequest, configuration: Configuration) -> int
 
 def taskmanager_command(request: RunRequest, configuration: Configuration) -> int:
     from strom.common.config_options import RPC_ADDRESS, RPC_PORT
+    from strom.runtime.taskmanager.registration import JobManagerAddress, RegistrationError
     from strom.runtime.taskmanager.taskmanager import taskmanager_main
 
     _setup_logging(request, "INFO")
     if "--jobmanager" in request.options:
-        jobmanager = _host_port(request.options["--jobmanager"], "--jobmanager")
+        host, port = _host_port(request.options["--jobmanager"], "--jobmanager")
+        jobmanager = JobManagerAddress(host, port, key="--jobmanager")
     else:
-        jobmanager = (configuration.get(RPC_ADDRESS), configuration.get(RPC_PORT))
-    taskmanager_main(configuration, jobmanager=jobmanager)
+        jobmanager = JobManagerAddress(configuration.get(RPC_ADDRESS), configuration.get(RPC_PORT), key=RPC_ADDRESS.key)
+    try:
+        taskmanager_main(configuration, jobmanager=jobmanager)
+    except RegistrationError as e:
+        # no JobManager took this TaskManager, or the one it found cannot reach it back: one line, not a traceback
+        print(f"strom: error: {e}", file=sys.stderr)
+        return EXIT_JOB_FAILED
     return EXIT_OK
 
 

@@ -222,12 +222,57 @@ RESTART_DELAY = option("restart-strategy.fixed-delay.delay", "duration", 1000, "
 
 # -- cluster --------------------------------------------------------------------------------
 TASK_SLOTS = option("taskmanager.numberOfTaskSlots", "int", 1, "Slots per TaskManager.", minimum=1)
-REST_ADDRESS = option("rest.address", "str", "127.0.0.1", "REST address.")
 REST_PORT = option("rest.port", "int", 8081, "REST port; 0 picks a free one.", minimum=0)
-RPC_ADDRESS = option("jobmanager.rpc.address", "str", "127.0.0.1", "JobManager RPC address.")
 RPC_PORT = option("jobmanager.rpc.port", "int", 6123, "JobManager RPC port; 0 picks a free one.", minimum=0)
-DATA_PORT = option("taskmanager.data.port", "int", 0, "TaskManager data port; 0 picks a free one.", minimum=0)
+DATA_PORT = option(
+    "taskmanager.data.port", "int", 0, "Port of slot 0's data server (slot i: port + i); 0 picks free ones.", minimum=0
+)
 PROM_PORT = option("metrics.reporter.prom.port", "int", 9249, "Prometheus exporter port.", minimum=0)
+
+# -- addresses (Flink's keys): where a process is reached, and what it binds ----------------------
+# "" means unset: the default is derived (see the descriptions), as Flink does.
+RPC_ADDRESS = option(
+    "jobmanager.rpc.address",
+    "str",
+    "127.0.0.1",
+    "Where TaskManagers reach the JobManager's RPC endpoint (on Kubernetes: the JobManager Service's name).",
+)
+JOBMANAGER_BIND_HOST = option(
+    "jobmanager.bind-host",
+    "str",
+    "",
+    "Address the JobManager's RPC endpoint binds; unset = jobmanager.rpc.address (0.0.0.0 = every interface).",
+)
+REST_ADDRESS = option("rest.address", "str", "127.0.0.1", "Where clients reach the REST endpoint.")
+REST_BIND_ADDRESS = option(
+    "rest.bind-address", "str", "", "Address the REST endpoint binds; unset = rest.address (0.0.0.0 = every interface)."
+)
+TASKMANAGER_HOST = option(
+    "taskmanager.host",
+    "str",
+    "",
+    "Address a TaskManager advertises for its data ports (on Kubernetes: the pod IP); unset = this host's address "
+    "on its route to jobmanager.rpc.address (127.0.0.1 for a local JobManager).",
+)
+TASKMANAGER_BIND_HOST = option(
+    "taskmanager.bind-host",
+    "str",
+    "",
+    "Address a TaskManager's data servers bind; unset = the advertised taskmanager.host (0.0.0.0 = every interface).",
+)
+METRICS_HOST = option(
+    "metrics.reporter.prom.host",
+    "str",
+    "",
+    "Address the Prometheus exporter binds; unset = the process's bind address (jobmanager.bind-host or "
+    "taskmanager.bind-host as resolved).",
+)
+REGISTRATION_TIMEOUT = option(
+    "taskmanager.registration.timeout",
+    "duration",
+    300_000,
+    "A TaskManager that has not registered at its JobManager for this long exits (non-zero).",
+)
 
 # -- heartbeats and scheduling ---------------------------------------------------------------
 HEARTBEAT_INTERVAL = option("heartbeat.interval", "duration", 10_000, "TaskManager -> JobManager heartbeat period.")
@@ -250,4 +295,3 @@ TM_RESOURCE_ID = option(
 METRICS_UPDATE_INTERVAL = option(
     "metrics.fetcher.update-interval", "duration", 10_000, "How often TaskManagers report metrics to the JobManager."
 )
-METRICS_HOST = option("metrics.reporter.prom.host", "str", "127.0.0.1", "Address the Prometheus exporters bind.")

@@ -1,6 +1,9 @@
 """The local mini-cluster behind `strom run`: a JobManager (in this process, on its own
 event loop) and TaskManager processes on loopback, i.e. the same processes a Kubernetes
 deployment runs. TaskManagers are started on demand, with enough slots for each job.
+
+Every address key is set to 127.0.0.1 explicitly (a cluster's config file read through
+STROM_CONF_DIR may name a Service or 0.0.0.0): nothing of `strom run` listens beyond this machine.
 """
 
 from __future__ import annotations
@@ -15,6 +18,16 @@ from strom.common import config_options as opts
 from strom.datastream.stream_execution_environment import JobExecutionResult
 from strom.graph.job_graph import create_job_graph
 from strom.graph.stream_graph import StreamGraph
+
+LOOPBACK = "127.0.0.1"
+JOBMANAGER_ADDRESS_KEYS = (
+    opts.RPC_ADDRESS,
+    opts.JOBMANAGER_BIND_HOST,
+    opts.REST_ADDRESS,
+    opts.REST_BIND_ADDRESS,
+    opts.METRICS_HOST,
+)
+TASKMANAGER_ADDRESS_KEYS = (opts.TASKMANAGER_HOST, opts.TASKMANAGER_BIND_HOST, opts.METRICS_HOST)
 
 
 class ClusterExecutor:
@@ -79,6 +92,8 @@ class MiniCluster:
         for option in (opts.REST_PORT, opts.RPC_PORT, opts.PROM_PORT):
             if not conf.contains_key(option.key):
                 conf.set(option.key, 0)
+        for option in JOBMANAGER_ADDRESS_KEYS:
+            conf.set(option.key, LOOPBACK)
         self.config = conf
         self.fixed_taskmanagers = taskmanagers
         self.log_level = log_level
@@ -102,9 +117,10 @@ class MiniCluster:
             "strom.cli",
             "taskmanager",
             "--jobmanager",
-            f"127.0.0.1:{self.jm.rpc_port}",
+            f"{LOOPBACK}:{self.jm.rpc_port}",
             "-D",
             f"taskmanager.numberOfTaskSlots={slots}",
+            *(arg for option in TASKMANAGER_ADDRESS_KEYS for arg in ("-D", f"{option.key}={LOOPBACK}")),
             "-D",
             "metrics.reporter.prom.port=0",
             "--log-level",

@@ -24,7 +24,7 @@ MAX_FRAME = 1 << 30
 @dataclass(frozen=True, slots=True)
 class RegisterTaskManager:
     tm_id: str
-    host: str
+    host: str  # the address it advertises for its data ports (taskmanager.host)
     slots: list[tuple[int, int]]  # (slot index, data port of the slot's worker process)
     metrics_port: int = 0
 
@@ -34,6 +34,15 @@ class RegistrationAccepted:
     tm_id: str
     heartbeat_interval_ms: int
     heartbeat_timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class RegistrationRefused:
+    """The JobManager will not take this TaskManager (it cannot reach its advertised address); the
+    reason is one line for the TaskManager to print before it exits."""
+
+    tm_id: str
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,10 @@
 """The JobManager process core: dispatcher (jobs), resource manager (TaskManagers, slots,
 heartbeats) and the RPC endpoint TaskManagers connect to. Runs on one asyncio loop; other
 threads (application mode's job script, `strom run`) submit through the *_threadsafe methods.
+
+The RPC endpoint binds `jobmanager.bind-host` (unset: `jobmanager.rpc.address`). A registering
+TaskManager is taken only if this process can reach its advertised data address; otherwise it gets
+a `RegistrationRefused` naming the address and `taskmanager.host`, and exits.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from strom.runtime.jobmanager.job_master import TERMINAL_JOB_STATES, JobMaster
 from strom.runtime.jobmanager.resource_manager import ResourceManager, TaskManagerRecord
 from strom.runtime.metrics.registry import MetricRegistry
 from strom.runtime.metrics.snapshots import merge_snapshots
+from strom.runtime.network.addresses import check_bindable, metrics_bind, reachability_problem, rpc_bind
 from strom.runtime.rpc import (
     AcknowledgeCheckpoint,
     DeclineCheckpoint,
@@ -30,6 +35,7 @@ from strom.runtime.rpc import (
     MetricsReport,
     RegisterTaskManager,
     RegistrationAccepted,
+    RegistrationRefused,
     SlotsChanged,
     TaskStateUpdate,
     encode_message,
@@ -73,7 +79,7 @@ class JobManager:
     def start_exporter(self) -> None:
         from strom.runtime.metrics.prometheus import start_exporter
 
-        host, port = self.config.get(opts.METRICS_HOST), self.config.get(opts.PROM_PORT)
+        host, port = metrics_bind(self.config, rpc_bind(self.config)).host, self.config.get(opts.PROM_PORT)
         try:
             self.metrics_port = start_exporter(self.registry.snapshot, host, port)
             log.info("Prometheus metrics of the JobManager on http://%s:%d/metrics", host, self.metrics_port)
@@ -84,10 +90,14 @@ class JobManager:
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
         self._slots_changed = asyncio.Event()
-        host = self.config.get(opts.RPC_ADDRESS)
-        self._rpc_server = await asyncio.start_server(self._handle_taskmanager, host, self.config.get(opts.RPC_PORT))
+        bind = rpc_bind(self.config)
+        check_bindable(bind)  # a line naming jobmanager.bind-host, not a bind traceback
+        check_bindable(metrics_bind(self.config, bind))
+        self._rpc_server = await asyncio.start_server(
+            self._handle_taskmanager, bind.host, self.config.get(opts.RPC_PORT)
+        )
         self.rpc_port = self._rpc_server.sockets[0].getsockname()[1]
-        log.info("JobManager RPC endpoint listening on %s:%d", host, self.rpc_port)
+        log.info("JobManager RPC endpoint listening on %s:%d", bind.host, self.rpc_port)
         self._tasks.append(asyncio.create_task(self._check_heartbeats()))
         self.start_exporter()
         await self._recover_jobs()
@@ -147,6 +157,12 @@ class JobManager:
             if not isinstance(hello, RegisterTaskManager):
                 writer.close()
                 return
+            refusal = await self._unreachable(hello, writer)
+            if refusal is not None:
+                log.warning("%s", refusal)
+                writer.write(encode_message(RegistrationRefused(hello.tm_id, refusal)))
+                await writer.drain()
+                return
             record = TaskManagerRecord(hello.tm_id, hello.host, dict(hello.slots), writer)
             replaced = self.rm.register(record)
             if replaced is not None:
@@ -184,6 +200,15 @@ class JobManager:
                 self.rm.remove(record.tm_id)
                 self._taskmanager_lost(record, f"connection to TaskManager {record.tm_id} ({record.host}) was lost")
             writer.close()
+
+    async def _unreachable(self, hello: RegisterTaskManager, writer: asyncio.StreamWriter) -> str | None:
+        """Why this JobManager cannot reach the TaskManager's advertised address (its first data port),
+        or None. Awaited on the loop (heartbeats go on); a few seconds at most."""
+        if not hello.slots:
+            return None
+        peer = writer.get_extra_info("peername")
+        first_port = min(hello.slots)[1]
+        return await reachability_problem(hello.tm_id, hello.host, first_port, peer[0] if peer else None)
 
     def _taskmanager_lost(self, record: TaskManagerRecord, reason: str) -> None:
         log.log(logging.INFO if self.stopping else logging.WARNING, "%s", reason)

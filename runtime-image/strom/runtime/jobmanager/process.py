@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import threading
 from collections.abc import Callable, Sequence
@@ -16,25 +17,32 @@ from typing import Any
 
 from strom.common import config_options as opts
 from strom.runtime.jobmanager.dispatcher import JobManager
+from strom.runtime.network.addresses import check_bindable, rest_bind
 
 log = logging.getLogger("strom.runtime.jobmanager")
 
 
 async def start_rest(jm: JobManager) -> Any:
-    """Start the REST endpoint when the REST layer is available; returns its runner."""
-    from strom.common import config_options as opts
-
+    """Start the REST endpoint (bound to rest.bind-address, unset: rest.address) when the REST layer
+    is available; returns its runner."""
     try:
         from strom.runtime.jobmanager.rest_api import start_rest_server
         from strom.runtime.jobmanager.rest_view import DispatcherView
     except ImportError:
         log.warning("REST API not available in this build")
         return None
-    runner, port = await start_rest_server(
-        DispatcherView(jm), jm.config.get(opts.REST_ADDRESS), jm.config.get(opts.REST_PORT)
-    )
+    bind = rest_bind(jm.config)
+    check_bindable(bind)
+    port = jm.config.get(opts.REST_PORT)
+    try:
+        runner, port = await start_rest_server(DispatcherView(jm), bind.host, port)
+    except OSError as e:
+        why = os.strerror(e.errno) if e.errno else str(e)
+        raise OSError(
+            e.errno, f"cannot bind the REST endpoint to {bind.host}:{port} ({bind.key}, rest.port): {why}"
+        ) from None
     jm.rest_port = port
-    log.info("REST endpoint listening on %s:%d", jm.config.get(opts.REST_ADDRESS), port)
+    log.info("REST endpoint listening on %s:%d", bind.host, port)
     return runner
 
 
@@ -62,6 +70,8 @@ class JobManagerThread:
         self._loop.run_forever()
 
     async def _start(self) -> None:
+        if self._rest:
+            check_bindable(rest_bind(self.jm.config))  # before anything binds: one line naming the key
         await self.jm.start()
         if self._rest:
             self._runner = await start_rest(self.jm)

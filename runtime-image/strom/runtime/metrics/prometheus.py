@@ -144,14 +144,19 @@ def start_exporter(collector_source: SnapshotSource, host: str = "127.0.0.1", po
                    tm_id: str = "") -> int:
     """Serve the snapshots of `collector_source` on http://host:port/metrics in a daemon thread,
     from a registry of its own (never prometheus-client's global one). Port 0 picks a free port;
-    the bound port is returned. An address in use raises OSError naming it."""
+    the bound port is returned. An address in use raises OSError naming it. Processes pass the host
+    of metrics.reporter.prom.host, unset = their own bind address (strom.runtime.network.addresses)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(collector_source, tm_id=tm_id))
     app = make_wsgi_app(registry)
     try:
         server = make_server(host, port, app, _ThreadingWSGIServer, handler_class=_QuietHandler)
     except OSError as e:
-        raise OSError(e.errno, f"cannot start the Prometheus exporter on {host}:{port}: {e.strerror}") from e
+        raise OSError(
+            e.errno,
+            f"cannot start the Prometheus exporter on {host}:{port} "
+            f"(metrics.reporter.prom.host, metrics.reporter.prom.port): {e.strerror}",
+        ) from e
     bound = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, name=f"prometheus-exporter:{bound}", daemon=True)
     thread.start()

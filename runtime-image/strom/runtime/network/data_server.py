@@ -237,6 +237,10 @@ class _InboundConnection:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # credits are tiny frames
             sock.settimeout(self.server.handshake_timeout_s)
             try:
+                if not sock.recv(1, socket.MSG_PEEK):
+                    # connected and closed without a byte: the JobManager checking it can reach this port
+                    log.debug("connection from %s closed before a handshake", self.peer)
+                    return
                 self.channel_id = read_handshake(sock)
             except (OSError, ValueError) as e:
                 log.warning("bad handshake from %s: %s", self.peer, e)

@@ -5,6 +5,11 @@ go to the slots running the job's attempt, acknowledgements and declines back to
 
 A TaskManager that loses its JobManager cancels what its slots run and registers again; a
 slot process that dies is restarted and its tasks are reported FAILED, so the job fails over.
+
+Addresses (strom.runtime.network.addresses): the TaskManager advertises `taskmanager.host`, else
+the source address of its route to the JobManager, resolved before any slot starts; the slots' data
+servers bind `taskmanager.bind-host`, else the advertised host. How long it keeps trying to
+register is `registration.py`'s decision.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import pickle
 import socket
 import sys
 import threading
@@ -22,6 +28,13 @@ from typing import Any
 from strom.common import config_options as opts
 from strom.runtime.metrics.registry import MetricRegistry, process_rss_bytes
 from strom.runtime.metrics.snapshots import merge_snapshots
+from strom.runtime.network.addresses import (
+    BindAddress,
+    check_bindable,
+    data_bind,
+    metrics_bind,
+    route_source_address,
+)
 from strom.runtime.rpc import (
     AcknowledgeCheckpoint,
     CancelJob,
@@ -34,11 +47,17 @@ from strom.runtime.rpc import (
     NotifyCheckpointComplete,
     RegisterTaskManager,
     RegistrationAccepted,
+    RegistrationRefused,
     Shutdown,
     SlotsChanged,
     TaskStateUpdate,
     TriggerCheckpoint,
     WorkerReady,
+)
+from strom.runtime.taskmanager.registration import (
+    JobManagerAddress,
+    RegistrationAttempts,
+    RegistrationError,
 )
 from strom.runtime.taskmanager.slot_worker import worker_main
 
@@ -60,13 +79,17 @@ class TaskManager:
         self,
         config: Any,
         *,
-        jobmanager: tuple[str, int],
-        host: str = "127.0.0.1",
+        jobmanager: JobManagerAddress | tuple[str, int],
+        host: str | None = None,
         tm_id: str | None = None,
     ) -> None:
         self.config = config
+        if not isinstance(jobmanager, JobManagerAddress):
+            jobmanager = JobManagerAddress(*jobmanager, key=opts.RPC_ADDRESS.key)
         self.jobmanager = jobmanager
-        self.host = host
+        # the advertised address: given, taskmanager.host, or derived from the route to the JobManager
+        self.host: str = host or config.get(opts.TASKMANAGER_HOST)
+        self.bind: BindAddress | None = None  # what the data servers bind, once the host is known
         self.tm_id = tm_id or config.get(opts.TM_RESOURCE_ID) or f"tm-{uuid.uuid4().hex[:12]}"
         self.num_slots = config.get(opts.TASK_SLOTS)
         self.slots = [Slot(i) for i in range(self.num_slots)]
@@ -104,7 +127,8 @@ class TaskManager:
     def start_exporter(self) -> None:
         from strom.runtime.metrics.prometheus import start_exporter
 
-        host, port = self.config.get(opts.METRICS_HOST), self.config.get(opts.PROM_PORT)
+        assert self.bind is not None
+        host, port = metrics_bind(self.config, self.bind).host, self.config.get(opts.PROM_PORT)
         try:
             self.metrics_port = start_exporter(self.metrics_snapshot, host, port, tm_id=self.tm_id)
             log.info("Prometheus metrics of %s on http://%s:%d/metrics", self.tm_id, host, self.metrics_port)
@@ -124,7 +148,7 @@ class TaskManager:
         port = slot.data_port or (data_port + slot.index if data_port else 0)
         proc = self._mp.Process(
             target=worker_main,
-            args=(child, slot.index, self.host, port, self.log_level, self.tm_id),
+            args=(child, slot.index, self.bind.host if self.bind else self.host, port, self.log_level, self.tm_id),
             daemon=True,
             name=f"strom-slot-{slot.index}",
         )
@@ -182,19 +206,49 @@ class TaskManager:
         except OSError:
             pass  # the reader notices the loss and reconnects
 
-    def _register(self) -> FramedSocket:
-        sock = socket.create_connection(self.jobmanager, timeout=10)
-        sock.settimeout(None)
+    def resolve_addresses(self, attempts: RegistrationAttempts) -> None:
+        """The advertised host (derived from the route to the JobManager unless set; retried like a
+        registration while the JobManager's name does not resolve or no route leads there) and the
+        bind addresses, checked before any slot starts."""
+        while not self.host:
+            try:
+                self.host = route_source_address(*self.jobmanager.as_tuple())
+            except OSError as e:
+                self._wait_to_retry(attempts, e)
+        self.bind = data_bind(self.config, self.host)
+        check_bindable(self.bind)
+        check_bindable(metrics_bind(self.config, self.bind))
+        log.info("TaskManager %s advertises %s, data servers bind %s", self.tm_id, self.host, self.bind.host)
+
+    def _wait_to_retry(self, attempts: RegistrationAttempts, error: BaseException) -> None:
+        retry = attempts.failed(error)  # raises RegistrationError when the time is up
+        if retry.warning is not None:
+            log.warning("%s", retry.warning)
+        self._stopped.wait(retry.wait_s)
+
+    def _register(self, timeout_s: float) -> FramedSocket:
+        sock = socket.create_connection(self.jobmanager.as_tuple(), timeout=timeout_s)
+        # the JobManager answers after it probed our data port (a few seconds at most)
+        sock.settimeout(30)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         jm = FramedSocket(sock)
-        jm.send(
-            RegisterTaskManager(
-                self.tm_id, self.host, [(s.index, s.data_port) for s in self.slots], metrics_port=self.metrics_port
+        try:
+            jm.send(
+                RegisterTaskManager(
+                    self.tm_id, self.host, [(s.index, s.data_port) for s in self.slots], metrics_port=self.metrics_port
+                )
             )
-        )
-        reply = jm.recv()
+            reply = jm.recv()
+        except BaseException:
+            jm.close()
+            raise
+        if isinstance(reply, RegistrationRefused):
+            jm.close()
+            raise RegistrationError(reply.reason)
         if not isinstance(reply, RegistrationAccepted):
-            raise ConnectionError(f"registration refused: {reply!r}")
+            jm.close()
+            raise ConnectionError(f"unexpected answer to the registration: {reply!r}")
+        sock.settimeout(None)
         self.heartbeat_interval_s = reply.heartbeat_interval_ms / 1000.0
         return jm
 
@@ -210,6 +264,20 @@ class TaskManager:
             self._stopped.wait(self.heartbeat_interval_s)
 
     def serve(self) -> None:
+        """Run until shut down. Raises RegistrationError (one line: the TaskManager exits non-zero)
+        when no JobManager took it within taskmanager.registration.timeout or the JobManager refused
+        it, and BindAddressError when a bind address is not one of this host."""
+        try:
+            self._serve()
+        finally:
+            self.stop()
+
+    def _attempts(self) -> RegistrationAttempts:
+        return RegistrationAttempts(self.jobmanager, self.config.get(opts.REGISTRATION_TIMEOUT))
+
+    def _serve(self) -> None:
+        attempts = self._attempts()
+        self.resolve_addresses(attempts)
         for slot in self.slots:
             self.start_slot(slot)
         self.start_exporter()
@@ -219,17 +287,13 @@ class TaskManager:
             flush=True,
         )
         threading.Thread(target=self._report_metrics, name="metrics-report", daemon=True).start()
-        backoff = 0.1
         while not self._stopped.is_set():
             try:
-                jm = self._register()
-            except OSError as e:
-                log.info("JobManager %s:%d not reachable (%s); retrying", *self.jobmanager, e)
-                self._stopped.wait(backoff)
-                backoff = min(backoff * 2, 5.0)
+                jm = self._register(timeout_s=max(1.0, min(10.0, attempts.remaining_s())))
+            except (OSError, EOFError, pickle.UnpicklingError) as e:  # not a JobManager (yet)
+                self._wait_to_retry(attempts, e)
                 continue
-            backoff = 0.1
-            log.info("registered at JobManager %s:%d as %s", *self.jobmanager, self.tm_id)
+            log.info("registered at JobManager %s as %s", self.jobmanager, self.tm_id)
             with self._jm_lock:
                 self._jm = jm
             threading.Thread(target=self._heartbeats, args=(jm,), daemon=True).start()
@@ -252,6 +316,7 @@ class TaskManager:
             with self._jm_lock:
                 self._jm = None
             jm.close()
+            attempts = self._attempts()  # Flink's registration timeout runs again without a JobManager
             # Flink's behaviour: tasks of a lost JobManager are cancelled
             for slot in self.slots:
                 for job_id, attempt in list(slot.deployed):
@@ -260,7 +325,6 @@ class TaskManager:
                     except OSError:
                         pass
                 slot.deployed.clear()
-        self.stop()
 
     def _to_slots_of(self, job_id: str, attempt: int, message: Any) -> None:
         for slot in self.slots:
@@ -294,6 +358,10 @@ class TaskManager:
 
     def stop(self) -> None:
         self._stopped.set()
+        with self._jm_lock:
+            jm, self._jm = self._jm, None
+        if jm is not None:
+            jm.close()
         for slot in self.slots:
             try:
                 if slot.conn is not None:
@@ -308,10 +376,12 @@ class TaskManager:
                     slot.process.kill()
 
 
-def taskmanager_main(config: Any, *, jobmanager: tuple[str, int], host: str = "127.0.0.1") -> None:
-    tm = TaskManager(config, jobmanager=jobmanager, host=host)
+def taskmanager_main(config: Any, *, jobmanager: JobManagerAddress) -> None:
+    """Run a TaskManager until shut down; RegistrationError and BindAddressError carry the one line
+    the command prints before it exits non-zero."""
+    tm = TaskManager(config, jobmanager=jobmanager)
     log.info("TaskManager %s (pid %d) with %d slots", tm.tm_id, os.getpid(), tm.num_slots)
     try:
         tm.serve()
     except KeyboardInterrupt:
-        tm.stop()
+        pass
