@@ -258,6 +258,9 @@ class ProcessKubelet:
                     self.errors.append(f"{type(e).__name__}: {e}")
                 await asyncio.sleep(POLL_S)
         finally:
+            for task in list(self._probes):  # probes in flight end with the kubelet
+                task.cancel()
+            await asyncio.gather(*self._probes, return_exceptions=True)
             await kube.close()
 
     # -- what tests ask --------------------------------------------------------------------------
