@@ -98,7 +98,9 @@ def flinkjob(name: str, namespace: str, entry: Path, out: Path, s3: S3Server, *,
             "checkpointing": {"interval": "500 ms", "dir": f"s3://{s3.bucket}/{name}/chk"},
             "savepoints": {"dir": f"s3://{s3.bucket}/{name}/sp", **(savepoints or {})},
             "s3": {"endpoint": s3.endpoint, "credentialsSecret": f"{name}-s3"},
+            # short heartbeats so a lost TaskManager is noticed in seconds (the kubelet rewrites nothing)
             "flinkConfiguration": {"s3.path.style.access": "true", "s3.region": s3.region,
+                                   "heartbeat.interval": "500 ms", "heartbeat.timeout": "5000 ms",
                                    **(flink_configuration or {})},
         },
     }
