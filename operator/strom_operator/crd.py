@@ -41,7 +41,9 @@ def openapi_schema() -> dict[str, Any]:
         "properties": {
             "apiVersion": {"type": "string", "description": "API version: strom.io/v1beta1."},
             "kind": {"type": "string", "description": "Kind: FlinkJob."},
-            "metadata": {"type": "object", "description": "Standard object metadata."},
+            # The API server allows nothing but `type` here (and restrictions of name/generateName):
+            # a description makes every real server reject the CRD (schema_structural.py checks it).
+            "metadata": {"type": "object"},
             "spec": SPEC,
             "status": STATUS,
         },
@@ -66,8 +68,11 @@ def build_crd() -> dict[str, Any]:
                 "schema": {"openAPIV3Schema": openapi_schema()},
                 "subresources": {
                     "status": {},
+                    # labelSelectorPath lets an HPA find the pods whose metrics it averages: the
+                    # operator writes the TaskManagers' selector there (status.selector).
                     "scale": {"specReplicasPath": ".spec.job.parallelism",
-                              "statusReplicasPath": ".status.scaling.parallelism"},
+                              "statusReplicasPath": ".status.scaling.parallelism",
+                              "labelSelectorPath": ".status.selector"},
                 },
                 "additionalPrinterColumns": [
                     {"name": name, "type": type_, "jsonPath": path, "description": description}

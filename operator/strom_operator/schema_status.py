@@ -6,7 +6,7 @@ middle of an upgrade reads where it was and resumes (lifecycle.py). status.py is
 
 from __future__ import annotations
 
-from strom_operator.schema_types import Schema, array, free_object, integer, obj, string
+from strom_operator.schema_types import Schema, array, free_object, integer, list_map, obj, string
 
 AUTOSCALER_REASONS = ("Disabled", "WaitingForStabilization", "WaitingForMetrics", "RescaleInProgress",
                       "WithinDeadBand", "NoChange", "ScaleDownDelayed", "BudgetExhausted", "Advised", "Rescaled")
@@ -16,6 +16,9 @@ LIFECYCLE_STATES = ("CREATED", "DEPLOYED", "STABLE", "UPGRADING", "SUSPENDED", "
 UPGRADE_STEPS = ("STOP_WITH_SAVEPOINT", "DELETE_DEPLOYMENTS", "DEPLOY", "SAVEPOINT_FAILED")
 SAVEPOINT_KINDS = ("manual", "periodic", "upgrade", "suspend", "deletion", "rescale")
 TIMESTAMP = "RFC 3339 UTC time, e.g. 2024-05-01T12:00:00Z."
+# Reconciling and Stalled are kstatus' abnormal-true conditions (what Flux and `kubectl wait` read); the
+# operator's own Ready/Progressing/Degraded stay for people and Argo CD (gitops docs: the mapping).
+CONDITION_TYPES = ("Ready", "Progressing", "Degraded", "JobManagerReady", "Reconciling", "Stalled")
 
 
 def _number(description: str) -> Schema:
@@ -135,15 +138,20 @@ STATUS: Schema = obj("Observed state of the job, and the operator's record of wh
         "age": string("Age of the snapshot when restored, e.g. '5 min' (empty when unknown)."),
         "why": string("Why this snapshot (or none) was chosen."),
     }),
-    "conditions": array("Ready, Progressing and Degraded conditions, with reasons; JobManagerReady once "
-                        "TaskManagers waited for a JobManager Service without a ready endpoint.", obj("A condition.", {
-        "type": string("Condition type.", enum=("Ready", "Progressing", "Degraded", "JobManagerReady")),
-        "status": string("Whether the condition holds.", enum=("True", "False", "Unknown")),
-        "reason": string("One-word CamelCase reason."),
-        "message": string("Human-readable explanation."),
-        "lastTransitionTime": string("When the status last changed. " + TIMESTAMP),
-    }, required=("type", "status"))),
+    "conditions": list_map(
+        "Ready, Progressing and Degraded conditions, with reasons; JobManagerReady once TaskManagers waited for a "
+        "JobManager Service without a ready endpoint; Reconciling and Stalled as kstatus (Flux, kubectl wait) "
+        "reads them: Reconciling while the operator works towards the latest spec, Stalled when it cannot get "
+        "there without a change by the user. One element per type.", obj("A condition.", {
+            "type": string("Condition type.", enum=CONDITION_TYPES),
+            "status": string("Whether the condition holds.", enum=("True", "False", "Unknown")),
+            "reason": string("One-word CamelCase reason."),
+            "message": string("Human-readable explanation."),
+            "lastTransitionTime": string("When the status last changed. " + TIMESTAMP),
+        }, required=("type", "status")), keys=("type",)),
     "batch": BATCH,
     "observedGeneration": integer("The metadata.generation of the FlinkJob last reconciled."),
+    "selector": string("Label selector of the job's TaskManager pods, in the string form of `kubectl get -l` (the "
+                       "scale subresource's labelSelectorPath: what an HPA reads the pods' metrics by)."),
     "error": string("The latest error (invalid spec, failed savepoint, failed job), empty when none."),
 })

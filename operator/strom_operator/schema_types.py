@@ -67,6 +67,12 @@ def free_object(description: str) -> Schema:
     return {"type": "object", "description": description, "x-kubernetes-preserve-unknown-fields": True}
 
 
+def list_map(description: str, items: Schema, *, keys: Sequence[str]) -> Schema:
+    """An associative list (`x-kubernetes-list-type: map`): one element per key, merged by key under
+    server-side apply. The keys must be required (or defaulted) scalar fields of the items."""
+    return {**array(description, items), "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": list(keys)}
+
+
 def string_map(description: str) -> Schema:
     return {"type": "object", "description": description, "additionalProperties": {"type": "string"}}
 
@@ -89,9 +95,12 @@ def apply_defaults(schema: Schema, value: Any) -> Any:
 
 
 def missing_descriptions(schema: Schema, path: str = "") -> list[str]:
-    """Paths of schema nodes without a description (the CRD must read well in `kubectl explain`)."""
+    """Paths of schema nodes without a description (the CRD must read well in `kubectl explain`).
+    The root `metadata` is exempt: the API server forbids describing it (kubectl explains it anyway)."""
     missing = [] if schema.get("description") else [path or "<root>"]
     for name, sub in schema.get("properties", {}).items():
+        if not path and name == "metadata":
+            continue
         missing += missing_descriptions(sub, f"{path}.{name}" if path else name)
     if "items" in schema and schema["items"].get("type") == "object":
         missing += missing_descriptions(schema["items"], f"{path}[]")

@@ -46,7 +46,8 @@ def test_crd_names_and_subresources():
     assert version["name"] == "v1beta1"
     assert version["subresources"]["status"] == {}
     assert version["subresources"]["scale"] == {"specReplicasPath": ".spec.job.parallelism",
-                                                "statusReplicasPath": ".status.scaling.parallelism"}
+                                                "statusReplicasPath": ".status.scaling.parallelism",
+                                                "labelSelectorPath": ".status.selector"}
     columns = [c["name"] for c in version["additionalPrinterColumns"]]
     assert columns == ["Job State", "Lifecycle", "Parallelism", "Last Savepoint", "Age"]
 
