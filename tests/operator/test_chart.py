@@ -8,15 +8,10 @@ import pytest
 import yaml
 from strom_operator.crd import CHART_CRD_FILE, CRD_FILE
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CHART = os.path.join(ROOT, "charts", "strom-operator")
-helm = pytest.importorskip("helm_python", reason="helm-python-sdk is in the [test] extra (Linux x86_64)")
+from tests.operator.chart_rendering import CHART, ROOT, helm_sdk
+from tests.operator.chart_rendering import render as _render
 
-
-def _render(values: dict) -> list[dict]:
-    with helm.Chart.load(CHART) as chart:
-        rendered = chart.render(values, name="strom", namespace="ops")
-    return [doc for text in rendered.values() for doc in yaml.safe_load_all(text) if doc]
+helm = helm_sdk()
 
 
 def _kinds(docs: list[dict]) -> list[tuple[str, str | None]]:
