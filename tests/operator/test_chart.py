@@ -68,33 +68,6 @@ def test_cluster_wide_rbac_and_service_monitor_by_value():
     assert service["spec"]["ports"][0]["port"] == 9100
 
 
-def test_rbac_grants_exactly_what_the_operator_uses():
-    role = next(d for d in _render({}) if d["kind"] == "Role")
-    grants = {(g, r): set(rule["verbs"])
-              for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
-    crud = {"get", "list", "watch", "create", "patch", "update", "delete"}
-    assert grants[("strom.io", "flinkjobs")] == {"get", "list", "watch", "patch", "update"}
-    assert grants[("strom.io", "flinkjobs/status")] == {"get", "patch", "update"}
-    assert grants[("strom.io", "flinkjobs/scale")] == {"get", "patch", "update"}
-    assert grants[("apps", "deployments")] == crud
-    assert grants[("", "services")] == crud
-    # batch FlinkJobs (strom_operator/batch): driver pods, executor cleanup, the driver's Role (batch/driver.py)
-    assert grants[("", "configmaps")] == crud | {"deletecollection"}
-    driver_rule = {"get", "list", "watch", "create", "patch", "delete", "deletecollection"}
-    assert grants[("", "pods")] == driver_rule and grants[("", "persistentvolumeclaims")] == driver_rule
-    assert grants[("", "serviceaccounts")] == {"get", "create", "patch"}
-    assert grants[("rbac.authorization.k8s.io", "roles")] == grants[("rbac.authorization.k8s.io", "rolebindings")] \
-        == {"get", "create", "patch"}
-    assert grants[("", "secrets")] == {"get"}
-    assert grants[("", "events")] == {"create", "patch"}
-    assert all("*" not in verbs for verbs in grants.values()) and ("", "*") not in grants
-    assert set(grants) == {("strom.io", "flinkjobs"), ("strom.io", "flinkjobs/status"), ("strom.io", "flinkjobs/scale"),
-                           ("apps", "deployments"), ("", "services"), ("", "configmaps"), ("", "pods"),
-                           ("", "secrets"), ("", "events"), ("events.k8s.io", "events"),
-                           ("", "persistentvolumeclaims"), ("", "serviceaccounts"),
-                           ("rbac.authorization.k8s.io", "roles"), ("rbac.authorization.k8s.io", "rolebindings")}
-
-
 def _selects(selector: dict, labels: dict[str, str]) -> bool:
     """A Kubernetes label selector (matchLabels and matchExpressions), evaluated as the API server does."""
     if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
