@@ -73,6 +73,11 @@ def build_pod_template(ref: FlinkJobRef, spec: FlinkJobSpec, *, component: str,
     }
     if spec.service_account:
         pod_spec["serviceAccountName"] = spec.service_account
+    else:
+        # JobManagers and TaskManagers never call the Kubernetes API: no token to mount, none to steal.
+        # A ServiceAccount the user names is there for something that does (a sidecar, cloud workload
+        # identity), so then its own automountServiceAccountToken decides; a pod template wins either way.
+        pod_spec["automountServiceAccountToken"] = False
     base = {
         "metadata": {
             "labels": labels(ref, component),
