@@ -2,34 +2,51 @@
 
 Kopf logs in (kubeconfig, in-cluster service account, or the `kubernetes` client's loaders) and
 hands over a `kopf.ConnectionInfo`; the same credentials serve these calls, so the operator has
-one way to the API and no thread pool. Objects are plain dicts. `apply` creates an object or
-merge-patches it to the desired state; lists are replaced whole by a merge patch, which is what
-the operator's own objects want (it owns every field it sets).
+one way to the API and no thread pool. Credentials are renewed (api_credentials.py): a rotated
+token file is re-read before a request, and a 401 re-runs the login once and retries the request.
+Objects are plain dicts. `apply` is server-side apply with the field manager `strom-operator`
+(forced: the operator's desired state wins), so keys the operator stops setting are removed and
+fields other managers set are left alone; status is written with merge patches of the status
+subresource.
 """
 
 from __future__ import annotations
 
-import base64
+import asyncio
 import json
+import logging
 import ssl
-import tempfile
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
 import aiohttp
 
+from strom_operator.api_credentials import Credentials, Relogin, TokenFile, token_file_of
+
+log = logging.getLogger(__name__)
+
 DEFAULT_TIMEOUT_S = 15.0
 MERGE_PATCH = "application/merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"  # JSON is YAML: the body is sent as JSON
+FIELD_MANAGER = "strom-operator"
 
 
 class KubeApiError(Exception):
-    """An API error answer; `status` is the HTTP status, `reason` Kubernetes' reason."""
+    """An API error answer; `status` is the HTTP status (0: no answer), `reason` Kubernetes' reason,
+    `api_message` the server's message, `verb` what the operator tried (create, apply, get, ...)."""
 
-    def __init__(self, method: str, path: str, status: int, reason: str, message: str) -> None:
+    def __init__(self, method: str, path: str, status: int, reason: str, message: str, *, verb: str = "") -> None:
         super().__init__(f"{method} {path}: {status} {reason}: {message}")
+        self.method = method
+        self.path = path
         self.status = status
         self.reason = reason
+        self.api_message = message
+        self.verb = verb or _VERBS.get(method, method.lower())
+
+
+_VERBS = {"GET": "get", "POST": "create", "PATCH": "patch", "PUT": "update", "DELETE": "delete"}
 
 
 # Where each kind the operator touches lives: (API prefix, plural).
@@ -59,38 +76,74 @@ def object_path(kind: str, namespace: str, name: str | None = None, subresource:
     return path
 
 
+
+def describe_path(path: str) -> str:
+    """`/apis/apps/v1/namespaces/ns/deployments/x/status` -> `deployments ns/x (status)`: the object
+    of a request, in the words of `kubectl get`."""
+    parts = path.strip("/").split("/")
+    if "namespaces" not in parts or parts.index("namespaces") + 2 >= len(parts):
+        return path
+    i = parts.index("namespaces")
+    namespace, rest = parts[i + 1], parts[i + 2:]
+    plural = rest[0]
+    group = parts[1] if parts[0] == "apis" and len(parts) > 1 else ""
+    kind = f"{plural}.{group}" if group else plural
+    if len(rest) == 1:
+        return f"{kind} in {namespace}"
+    text = f"{kind} {namespace}/{rest[1]}"
+    return text + (f" ({rest[2]})" if len(rest) > 2 else "")
+
+
 class KubeApi:
-    """An API server client; `server` is its base URL."""
+    """An API server client; `server` is its base URL.
+
+    `token_file`: re-read when it changes (a projected ServiceAccount token). `relogin`: called
+    once on a 401 (concurrent 401s share one call) for fresh credentials; the request is retried
+    once with them.
+    """
 
     def __init__(self, server: str, *, headers: Mapping[str, str] | None = None,
-                 ssl_context: ssl.SSLContext | bool | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+                 ssl_context: ssl.SSLContext | bool | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 token_file: str | None = None, relogin: Relogin | None = None) -> None:
         self.server = server.rstrip("/")
-        self._headers = dict(headers or {})
+        self._headers = {k: v for k, v in (headers or {}).items() if k.lower() != "authorization"}
+        self._authorization = next((v for k, v in (headers or {}).items() if k.lower() == "authorization"), None)
         self._ssl = ssl_context
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._session: aiohttp.ClientSession | None = None
+        self._token_file = TokenFile(token_file) if token_file else None
+        self._relogin = relogin
+        self._login_lock = asyncio.Lock()
+        self.generation = 0  # +1 per credentials change: concurrent 401s re-login once
+        if self._token_file is not None:
+            self._reread_token_file()
 
     @classmethod
-    def from_connection_info(cls, info: Any) -> KubeApi:
-        """From a `kopf.ConnectionInfo` (what kopf's login handlers return)."""
-        headers: dict[str, str] = {}
-        if info.token:
-            headers["Authorization"] = f"{info.scheme or 'Bearer'} {info.token}"
-        elif info.username and info.password:
-            raw = f"{info.username}:{info.password}".encode()
-            headers["Authorization"] = "Basic " + base64.b64encode(raw).decode()
-        context: ssl.SSLContext | bool | None = None
-        if str(info.server).startswith("https"):
-            if info.insecure:
-                context = False
-            else:
-                context = ssl.create_default_context(
-                    cafile=_path(info.ca_path), cadata=_text(info.ca_data))
-            cert, key = _file(info.certificate_path, info.certificate_data), _file(info.private_key_path,
-                                                                                   info.private_key_data)
-            if cert and isinstance(context, ssl.SSLContext):
-                context.load_cert_chain(cert, key)
-        return cls(str(info.server), headers=headers, ssl_context=context)
+    def from_connection_info(cls, info: Any, *, relogin: Relogin | None = None,
+                             token_file: str | None = None) -> KubeApi:
+        """From a `kopf.ConnectionInfo` (what kopf's login handlers return); the token file is found
+        when the token came from the pod's ServiceAccount token (api_credentials.token_file_of)."""
+        creds = Credentials.of(info)
+        headers = {"Authorization": creds.authorization} if creds.authorization else None
+        return cls(creds.server, headers=headers, ssl_context=creds.ssl_context, relogin=relogin,
+                   token_file=token_file or token_file_of(info))
+
+    def update_credentials(self, info: Any) -> None:
+        """Take fresh credentials from a `kopf.ConnectionInfo` (a re-login, by kopf or by us)."""
+        creds = Credentials.of(info)
+        self.server, self._authorization, self._ssl = creds.server, creds.authorization, creds.ssl_context
+        if self._token_file is None and (path := token_file_of(info)) is not None:
+            self._token_file = TokenFile(path)
+            self._token_file.changed_token()  # this token is the file's
+        self.generation += 1
+
+    def _reread_token_file(self) -> bool:
+        token = self._token_file.changed_token() if self._token_file is not None else None
+        if token is None:
+            return False
+        self._authorization = f"Bearer {token}"
+        self.generation += 1
+        return True
 
     async def close(self) -> None:
         if self._session is not None:
@@ -103,9 +156,42 @@ class KubeApi:
         return self._session
 
     async def request(self, method: str, path: str, *, body: Any = None, params: Mapping[str, str] | None = None,
-                      content_type: str = "application/json") -> Any:
+                      content_type: str = "application/json", verb: str = "") -> Any:
+        self._reread_token_file()
+        generation = self.generation
+        try:
+            return await self._send(method, path, body=body, params=params, content_type=content_type, verb=verb)
+        except KubeApiError as e:
+            if e.status != 401 or not await self._renew(generation):
+                raise
+        return await self._send(method, path, body=body, params=params, content_type=content_type, verb=verb)
+
+    async def _renew(self, generation: int) -> bool:
+        """After a 401 with the credentials of `generation`: whether fresh ones are in place now."""
+        async with self._login_lock:
+            if self.generation != generation:
+                return True  # another request renewed them meanwhile
+            if self._reread_token_file():
+                return True
+            if self._relogin is None:
+                return False
+            try:
+                info = await self._relogin()
+            except Exception as e:  # noqa: BLE001 - the 401 is the error to report
+                log.warning("re-login after 401 Unauthorized failed: %s", e)
+                return False
+            if info is None:
+                return False
+            self.update_credentials(info)
+            log.info("credentials renewed after 401 Unauthorized")
+            return True
+
+    async def _send(self, method: str, path: str, *, body: Any, params: Mapping[str, str] | None,
+                    content_type: str, verb: str) -> Any:
         data = json.dumps(body) if body is not None else None
         headers = {"Content-Type": content_type} if data is not None else {}
+        if self._authorization:
+            headers["Authorization"] = self._authorization
         kwargs: dict[str, Any] = {"params": dict(params or {}), "data": data, "headers": headers}
         if self._ssl is not None:
             kwargs["ssl"] = self._ssl
@@ -117,11 +203,13 @@ class KubeApi:
                         err = json.loads(text)
                     except ValueError:
                         err = {}
+                    if not isinstance(err, dict):
+                        err = {}
                     raise KubeApiError(method, path, r.status, str(err.get("reason", "")),
-                                       str(err.get("message", text[:300])))
+                                       str(err.get("message", text[:300])), verb=verb)
                 return json.loads(text) if text else None
         except (TimeoutError, aiohttp.ClientConnectionError) as e:
-            raise KubeApiError(method, path, 0, "Unreachable", f"{type(e).__name__}: {e}") from None
+            raise KubeApiError(method, path, 0, "Unreachable", f"{type(e).__name__}: {e}", verb=verb) from None
 
     # -- objects ---------------------------------------------------------------------------------
 
@@ -137,7 +225,7 @@ class KubeApi:
     async def list(self, kind: str, namespace: str, *, labels: Mapping[str, str] | None = None
                    ) -> list[dict[str, Any]]:
         params = {"labelSelector": ",".join(f"{k}={v}" for k, v in labels.items())} if labels else None
-        body = await self.request("GET", object_path(kind, namespace), params=params)
+        body = await self.request("GET", object_path(kind, namespace), params=params, verb="list")
         items = list((body or {}).get("items") or [])
         # The selector again on our side: a minimal API server (a test emulator) may ignore it.
         if labels:
@@ -154,15 +242,13 @@ class KubeApi:
         return await self.request("PATCH", object_path(kind, namespace, name, subresource), body=patch,
                                   content_type=MERGE_PATCH)
 
-    async def apply(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        """Create the object, or merge-patch an existing one to it."""
+    async def apply(self, obj: Mapping[str, Any], *, field_manager: str = FIELD_MANAGER) -> dict[str, Any]:
+        """Server-side apply of `obj` (created when missing): the fields in `obj` become this field
+        manager's, taken over from others (force); its fields missing from `obj` are removed."""
         meta = obj["metadata"]
-        try:
-            return await self.create(obj)
-        except KubeApiError as e:
-            if e.status != 409:
-                raise
-        return await self.merge_patch(obj["kind"], meta["namespace"], meta["name"], obj)
+        return await self.request("PATCH", object_path(obj["kind"], meta["namespace"], meta["name"]), body=obj,
+                                  params={"fieldManager": field_manager, "force": "true"},
+                                  content_type=APPLY_PATCH, verb="apply")
 
     async def delete(self, kind: str, namespace: str, name: str, *, propagation: str = "Background") -> bool:
         """True when it was deleted now, False when it was already gone."""
@@ -174,33 +260,3 @@ class KubeApi:
             if e.status == 404:
                 return False
             raise
-
-
-def _path(p: Any) -> str | None:
-    return None if p is None else (p.decode() if isinstance(p, bytes) else str(p))
-
-
-def _text(d: Any) -> str | None:
-    if d is None:
-        return None
-    raw = d if isinstance(d, bytes) else d.encode()
-    try:  # kubeconfig's *-data fields are base64 of the PEM text
-        decoded = base64.b64decode(raw, validate=True)
-        if b"-----BEGIN" in decoded:
-            return decoded.decode()
-    except ValueError:
-        pass
-    return raw.decode()
-
-
-def _file(path: Any, data: Any) -> str | None:
-    """ssl wants files for client certificates: inline data goes to a private temporary file."""
-    if path is not None:
-        return _path(path)
-    text = _text(data)
-    if text is None:
-        return None
-    f = tempfile.NamedTemporaryFile("w", suffix=".pem", delete=False)  # noqa: SIM115 - lives with the process
-    with f:
-        f.write(text)
-    return f.name

@@ -10,6 +10,12 @@ but as plain JSON storage. What the operator and kopf rely on and kmock does not
 * the `status` subresource: `PATCH .../status` changes only `status`, a patch of the object
   leaves `status` alone (for resources declared with the subresource, as the CRD declares it);
 * `labelSelector` (equality terms) on lists and watches;
+* server-side apply (`PATCH` as `application/apply-patch+yaml` with a `fieldManager`), simplified:
+  a missing object is created; otherwise the applied fields are set (force: taken from whoever set
+  them), and the fields this manager applied last time and omits now are removed, unless another
+  writer changed them since (then they are that writer's, as a real server's managedFields would
+  say). Lists are atomic (a real server merges list-maps such as containers by their keys), no
+  `managedFields` are stored or served, and conflicts are never reported (as with `force=true`);
 * garbage collection: deleting an object deletes its dependents (by `ownerReferences` uid);
 * a request log of the requests in flight only: kmock keeps every request forever (in its log and
   in each reaction's) and finds a request's reaction by scanning them all, for each reaction, with
@@ -29,7 +35,7 @@ import datetime
 import itertools
 import threading
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +57,7 @@ RESOURCES: dict[str, tuple[bool, str, tuple[str, ...]]] = {
     "v1/namespaces": (False, "Namespace", ("status",)),
 }
 VERBS = {"get", "list", "watch", "create", "update", "patch", "delete"}
+APPLY_PATCH = "application/apply-patch+yaml"
 REACTION_LOG_KEPT = 4  # requests each reaction remembers (kmock: all; they are scanned like the log)
 
 
@@ -91,6 +98,9 @@ def _selector_matches(selector: str, labels: Mapping[str, str]) -> bool:
 class StromKubernetesEmulator(kmock.KubernetesEmulator):
     _versions: Any = attrs.field(factory=lambda: itertools.count(1000), init=False)
     _origins: dict[int, Any] = attrs.field(factory=dict, init=False)  # id(evolved request) -> the request parsed
+    # (resource, namespace, name, field manager) -> (object uid, {leaf path: value} it applied last)
+    _applied: dict[tuple[Any, ...], tuple[str | None, dict[tuple[str, ...], Any]]] = attrs.field(
+        factory=dict, init=False)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -165,6 +175,17 @@ class StromKubernetesEmulator(kmock.KubernetesEmulator):
             return await super()._handle(request)
         if request.method == enums.method.PUT and request.name is not None:
             request = await self._put_as_patch(request)
+        applied: tuple[tuple[Any, ...], dict[tuple[str, ...], Any]] | None = None
+        if request.method == enums.method.PATCH and APPLY_PATCH in request.headers.get("Content-Type", ""):
+            request, applied = await self._prepare_apply(request)
+            response = await self._handle_request(request)
+            if response.status < 300:
+                where = applied[0][:3]  # (resource, namespace, name)
+                async with self._lock:
+                    stored = self._objects[where] if where in self._objects else None
+                    uid = stored.raw.get("metadata", {}).get("uid") if stored is not None else None
+                self._applied[applied[0]] = (uid, applied[1])
+            return response
         if request.action == enums.action.CREATE and isinstance(request.data, Mapping):
             data = copy.deepcopy(dict(request.data))
             meta = data.setdefault("metadata", {})
@@ -202,6 +223,38 @@ class StromKubernetesEmulator(kmock.KubernetesEmulator):
                 new_meta.setdefault(key, old["metadata"][key])
         return self._evolve(request, method=enums.method.PATCH, action=enums.action.UPDATE,
                             data=_replacement_patch(old, new))
+
+    async def _prepare_apply(self, request: rendering.Request
+                             ) -> tuple[rendering.Request, tuple[tuple[Any, ...], dict[tuple[str, ...], Any]]]:
+        """Server-side apply as a create or a replacing merge patch (see the module docstring)."""
+        manager = request.params.get("fieldManager")
+        if not manager:
+            raise kmock.KubernetesError(status=400, reason="BadRequest",
+                                        message="PATCH with application/apply-patch+yaml requires fieldManager")
+        config = request.data if isinstance(request.data, Mapping) else yaml.safe_load(request.text or "{}")
+        config = copy.deepcopy(dict(config or {}))
+        if config.get("metadata", {}).get("name") not in (None, request.name):
+            raise kmock.KubernetesError(status=400, reason="BadRequest",
+                                        message="the name of the object does not match the name on the URL")
+        key = (request.resource, request.namespace, request.name, manager)
+        leaves = dict(_leaves(config))
+        async with self._lock:
+            stored = self._stored(request)
+            old = copy.deepcopy(dict(stored.raw)) if stored is not None else None
+        if old is None:
+            config.setdefault("metadata", {})["name"] = request.name
+            return self._evolve(request, method=enums.method.POST, action=enums.action.CREATE, data=config,
+                                name=None, headers=_as_json(request.headers)), (key, leaves)
+        uid, before = self._applied.get(key, (None, {}))
+        if uid != old.get("metadata", {}).get("uid"):
+            before = {}  # applied to an earlier object of that name
+        new = copy.deepcopy(old)
+        for path, value in before.items():
+            if path not in leaves and _get_path(new, path) == value:
+                _remove_path(new, path)
+        new = _merged(new, config)
+        return self._evolve(request, action=enums.action.UPDATE, data=_replacement_patch(old, new),
+                            headers=_as_json(request.headers)), (key, leaves)
 
     async def _prepare_update(self, request: rendering.Request) -> rendering.Request:
         async with self._lock:
@@ -284,6 +337,42 @@ class StromKubernetesEmulator(kmock.KubernetesEmulator):
                 if not _selector_matches(selector, labels):
                     continue
             yield event
+
+
+def _as_json(headers: Mapping[str, str]) -> dict[str, str]:
+    return {**{k: v for k, v in headers.items() if k.lower() != "content-type"},
+            "Content-Type": "application/merge-patch+json"}
+
+
+def _leaves(obj: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """(path, value) of every leaf of a map: scalars, lists (atomic here) and empty maps."""
+    for key, value in obj.items():
+        if isinstance(value, Mapping) and value:
+            yield from _leaves(value, prefix + (key,))
+        else:
+            yield prefix + (key,), value
+
+
+_MISSING = object()
+
+
+def _get_path(obj: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(obj, Mapping) or key not in obj:
+            return _MISSING
+        obj = obj[key]
+    return obj
+
+
+def _remove_path(obj: dict[str, Any], path: tuple[str, ...]) -> None:
+    """Remove the leaf at `path`, and maps left empty by it (as a real server prunes them)."""
+    parents = [obj]
+    for key in path[:-1]:
+        parents.append(parents[-1][key])
+    parents[-1].pop(path[-1], None)
+    for depth in range(len(path) - 1, 0, -1):
+        if not parents[depth]:
+            parents[depth - 1].pop(path[depth - 1], None)
 
 
 def _merged(old: Any, patch: Any) -> Any:
