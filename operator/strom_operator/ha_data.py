@@ -12,6 +12,11 @@ checkpoint of a permitted fallback, the stable spec's snapshot when rolling back
 running or restarting, or an earlier FlinkJob of the same name) must go first, or the new
 JobManager would resume that job instead (the Flink Kubernetes Operator deletes HA data before such
 deployments for the same reason).
+
+S3 must not hold up a FlinkJob's first deployment, which restores nothing of its own
+(`cleanup_policy`): there the cleanup is best effort (data of an earlier FlinkJob of the same name
+goes when S3 answers; a missing credentials Secret or an S3 outage is a Warning event and the
+deployment goes on). Any later deployment needs it: a failure is a condition and the pass is retried.
 """
 
 from __future__ import annotations
@@ -29,6 +34,18 @@ from strom_operator.spec import FlinkJobSpec
 HA_TYPE = "high-availability.type"
 HA_STORAGE_DIR = "high-availability.storageDir"
 HA_CLUSTER_ID = "high-availability.cluster-id"
+
+NO_CLEANUP = "none"  # no HA data, or a JobManager runs (its recovery data stays)
+BEST_EFFORT = "best-effort"  # a first deployment: nothing of this FlinkJob's to restore
+REQUIRED = "required"
+
+
+def cleanup_policy(uri: str | None, *, jobmanager_exists: bool, lifecycle_state: str | None) -> str:
+    """Whether HA data must go before a deployment (see the module docstring). `lifecycle_state` is the
+    FlinkJob's before the deployment: CREATED only before its first one."""
+    if uri is None or jobmanager_exists:
+        return NO_CLEANUP
+    return BEST_EFFORT if lifecycle_state in (None, "CREATED") else REQUIRED
 
 
 def checkpoints_dir(ref: FlinkJobRef, spec: FlinkJobSpec) -> str:

@@ -8,13 +8,15 @@ repeats that until a step asks to wait; it returns how long. Passes of one Flink
 overlap (a lock per FlinkJob), whoever calls: a kopf handler, the daemon, the deletion handler.
 Events are posted for what a user wants to see in `kubectl describe`: condition changes (an
 invalid spec with its field path, savepoint failures, rollbacks, a JobManager Service without a ready
-endpoint), deployments, disposals.
+endpoint), deployments, disposals. Whatever the operator cannot do (the API server refuses an object,
+S3 or its credentials Secret is missing) becomes the `Ready=False` condition with the reason and a
+Warning Event per occurrence (aggregated by the poster, event_recorder.py), and the pass is retried
+with a growing delay (action_failures.py) instead of a traceback every few seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -22,13 +24,30 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from strom_operator.action_failures import (
+    FAILURE_REASONS,
+    S3CredentialsMissing,
+    S3Unavailable,
+    failure_of,
+    retry_delay,
+    with_failure,
+    without_failure,
+)
 from strom_operator.autoscaler.scaling import parallelism_overrides_value
 from strom_operator.autoscaler.settings import AutoscalerSettings
 from strom_operator.autoscaling import evaluate_autoscaler
 from strom_operator.batch.batch_reconciler import BatchReconciler, is_batch
 from strom_operator.builders import build_job_objects, scaling_of
 from strom_operator.deletion import next_deletion_step
-from strom_operator.ha_data import checkpoints_dir, ha_data_uri, newer_checkpoint, read_checkpoint_pointers
+from strom_operator.ha_data import (
+    BEST_EFFORT,
+    NO_CLEANUP,
+    checkpoints_dir,
+    cleanup_policy,
+    ha_data_uri,
+    newer_checkpoint,
+    read_checkpoint_pointers,
+)
 from strom_operator.jobmanager_client import JobManagerClient, JobManagerError, JobManagerUnreachable
 from strom_operator.kube_api import KubeApi, KubeApiError
 from strom_operator.labels import FlinkJobRef, jobmanager_name, taskmanager_name
@@ -39,6 +58,7 @@ from strom_operator.observer import Observer
 from strom_operator.operator_options import OperatorOptions
 from strom_operator.rescaling import autoscaler_blocked, begin_rescale
 from strom_operator.savepoint_disposal import DisposalError, S3Access, dispose_savepoint, remove_directory
+from strom_operator.secret_cache import SecretCache
 from strom_operator.spec import FlinkJobSpec
 from strom_operator.status import FlinkJobStatus, status_patch
 from strom_operator.steps import (
@@ -66,6 +86,15 @@ WARNING_REASONS = {"InvalidSpec", "SavepointFailed", "DeploymentTimeout", "JobFa
                                                             "InvalidImageName")}
 
 EventPoster = Callable[[Mapping[str, Any], str, str, str], None]
+# What a failure to act raises: the API's refusals and silences, S3's, a missing credentials Secret.
+ACTION_ERRORS = (KubeApiError, DisposalError, S3Unavailable, S3CredentialsMissing)
+# How long a best-effort HA-data cleanup (a first deployment) may hold the deployment up.
+BEST_EFFORT_CLEANUP_S = 10.0
+# What each step does, in the words of a failure's message.
+_DOING: dict[type, str] = {DeployJob: "deploying the job", DeleteDeployments: "deleting the Deployments",
+                           TriggerSavepoint: "triggering a savepoint", StopWithSavepoint: "stopping with a savepoint",
+                           DisposeSavepoints: "disposing of savepoints", FinishDeletion: "finishing the deletion"}
+OBSERVING = "observing the Deployments and pods"
 
 
 def _restoring(step: DeployJob, path: str) -> DeployJob:
@@ -110,6 +139,8 @@ class Reconciler:
         self.post_event = post_event
         self.settings = settings
         self._locks: dict[str, asyncio.Lock] = {}
+        self.secrets = SecretCache(kube)
+        self._failures: dict[str, int] = {}  # namespace/name -> failed passes in a row
         # spec.mode 'batch': Spark-on-Kubernetes driver pods instead of JobManager/TaskManagers (batch/)
         self.batch = BatchReconciler(kube, write_status=self._write_status, post_event=post_event)
 
@@ -142,18 +173,48 @@ class Reconciler:
             if spec is None:
                 return self.settings.delay(IDLE)
             if is_batch(spec, status):
-                delay = await self.batch.step(body, spec, status)
+                try:
+                    delay = await self.batch.step(body, spec, status)
+                except ACTION_ERRORS as e:
+                    return self.settings.delay(await self._failed(body, status, e, "running the batch driver"))
+                self._failures.pop(f"{namespace}/{name}", None)
                 if delay is not None:
                     return self.settings.delay(delay)
                 continue
-            observed = await self.observer.observe(ref, status)
+            try:
+                observed = await self.observer.observe(ref, status)
+            except ACTION_ERRORS as e:
+                return self.settings.delay(await self._failed(body, status, e, OBSERVING))
             now = datetime.now(UTC)
             step = next_step(spec, status, observed, now=now, name=name,
                              generation=body["metadata"].get("generation"))
-            await self.perform(ref, body, spec, status, step, now)
+            try:
+                await self.perform(ref, body, spec, status, step, now)
+            except ACTION_ERRORS as e:
+                return self.settings.delay(await self._failed(body, status, e, _DOING.get(type(step), "reconciling")))
+            self._failures.pop(f"{namespace}/{name}", None)
             if isinstance(step, Wait) or step.requeue_after > 0:
                 return self.settings.delay(step.requeue_after)
         return self.settings.delay(SOON)
+
+    async def _failed(self, body: Mapping[str, Any], status: FlinkJobStatus, error: BaseException,
+                      doing: str) -> float:
+        """A failure to act: one log line, a Warning Event, the Ready=False condition; the retry delay."""
+        meta = body["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        failures = self._failures[key] = self._failures.get(key, 0) + 1
+        failure = failure_of(error, doing=doing)
+        delay = retry_delay(failures)
+        self.metrics.reconcile_errors.labels(meta["namespace"], meta["name"]).inc()
+        log.warning("%s: %s: %s (attempt %d, next in %.0f s)", key, failure.reason, failure.message, failures,
+                    delay)
+        self.post_event(body, "Warning", failure.reason, failure.message)
+        now = datetime.now(UTC)
+        try:
+            await self._write_status(body, status, with_failure(status, failure, now), now)
+        except KubeApiError as e:  # the status itself is refused: the Event is all the user gets
+            log.warning("%s: the failure condition was not written: %s", key, e)
+        return delay
 
     async def finalize(self, namespace: str, name: str) -> str:
         """The deletion: steps until `FinishDeletion`; its reason."""
@@ -171,10 +232,17 @@ class Reconciler:
                 if is_batch(spec, status):
                     self.metrics.set_state(f"{namespace}/{name}", None)
                     return await self.batch.finalize(body, status)
-                observed = await self.observer.observe(ref, status)
                 now = datetime.now(UTC)
-                step = next_deletion_step(spec, status, observed, now=now, name=name)
-                await self.perform(ref, body, spec, status, step, now)
+                step: Step | None = None
+                try:
+                    observed = await self.observer.observe(ref, status)
+                    step = next_deletion_step(spec, status, observed, now=now, name=name)
+                    await self.perform(ref, body, spec, status, step, now)
+                except ACTION_ERRORS as e:
+                    doing = "deleting: " + (_DOING.get(type(step), "reconciling") if step else OBSERVING)
+                    await asyncio.sleep(self.settings.delay(await self._failed(body, status, e, doing)))
+                    continue
+                self._failures.pop(f"{namespace}/{name}", None)
                 if isinstance(step, FinishDeletion):
                     self.metrics.set_state(f"{namespace}/{name}", None)
                     self.observer.forget(ref)
@@ -205,9 +273,15 @@ class Reconciler:
             now = now or datetime.now(UTC)
             js = status.job_status
             assert js.job_id is not None and js.start_time is not None  # autoscaler_blocked checked
-            outcome = await evaluate_autoscaler(self.kube, self.client, self.metrics.registry, ref=ref, spec=spec,
-                                                base_url=self.observer.endpoints.url(ref), job_id=js.job_id,
-                                                job_start=js.start_time, now=now)
+            try:
+                outcome = await evaluate_autoscaler(self.kube, self.client, self.metrics.registry, ref=ref,
+                                                    spec=spec, base_url=self.observer.endpoints.url(ref),
+                                                    job_id=js.job_id, job_start=js.start_time, now=now)
+            except KubeApiError as e:  # its state ConfigMap: the next evaluation tries again
+                failure = failure_of(e, doing="keeping the autoscaler's state")
+                log.warning("%s/%s: %s: %s", namespace, name, failure.reason, failure.message)
+                self.post_event(body, "Warning", failure.reason, failure.message)
+                return AutoscalerPass(delay)
             decision = outcome.decision
             if outcome.state_problem:
                 self.post_event(body, "Warning", "AutoscalerStateReset", outcome.state_problem)
@@ -242,7 +316,7 @@ class Reconciler:
                       step: Step, now: datetime) -> None:
         """Do what `step` says, then write its status (idempotent: a repeated step does no harm)."""
         if isinstance(step, DeployJob):
-            newer = await self._clear_ha_data(ref, body, step.spec, step.restore_from)
+            newer = await self._clear_ha_data(ref, body, step.spec, step.restore_from, before)
             if newer is not None:
                 step = _restoring(step, newer)
             for obj in build_job_objects(ref, step.spec, restore_from=step.restore_from,
@@ -267,7 +341,8 @@ class Reconciler:
         elif isinstance(step, FinishDeletion):
             self.post_event(body, "Normal", "Deleted", step.reason)
             return  # the resource goes away: no status to write
-        await self._write_status(body, before, step.status, now)
+        # Done without a failure: an earlier failure to act is over.
+        await self._write_status(body, before, without_failure(step.status), now)
 
     async def _send_savepoint(self, ref: FlinkJobRef, body: Mapping[str, Any], spec: FlinkJobSpec,
                               step: TriggerSavepoint | StopWithSavepoint) -> None:
@@ -295,32 +370,39 @@ class Reconciler:
             requests.watch(step.trigger_id, base, self.client, timeout_s=timeout)
 
     async def _s3_access(self, ref: FlinkJobRef, spec: FlinkJobSpec) -> S3Access:
+        """S3 access with the credentials Secret's keys (through the cache); S3CredentialsMissing without them."""
         credentials: dict[str, str] = {}
         if spec.s3.credentials_secret:
-            secret = await self.kube.get("Secret", ref.namespace, spec.s3.credentials_secret)
-            data = (secret or {}).get("data") or {}
-            credentials = {k: base64.b64decode(v).decode() for k, v in data.items()}
+            credentials = await self.secrets.s3_credentials(ref.namespace, spec.s3.credentials_secret)
         return S3Access.of(spec, credentials)
 
     async def _clear_ha_data(self, ref: FlinkJobRef, body: Mapping[str, Any], spec: FlinkJobSpec,
-                             restore_from: str | None) -> str | None:
+                             restore_from: str | None, before: FlinkJobStatus) -> str | None:
         """Remove HA data an earlier JobManager left (ha_data.py) before a JobManager is deployed from
         the snapshot the lifecycle chose; a newer checkpoint of the same job that the data points to
         is returned (it replaces the chosen one). Only while no JobManager Deployment exists: a
         DeployJob repeated after its objects were applied (an operator restarted in between) must not
-        take the running JobManager's recovery data away. A failure raises: deploying anyway could
-        resume the stale job, so the pass is retried."""
+        take the running JobManager's recovery data away. A failure raises S3Unavailable (or
+        S3CredentialsMissing): deploying anyway could resume the stale job. Except before the
+        FlinkJob's first deployment, which restores nothing of its own: there a failure or a slow
+        S3 is a Warning Event and the deployment goes on (ha_data.cleanup_policy)."""
         uri = ha_data_uri(ref, spec)
-        if uri is None or await self.kube.get("Deployment", ref.namespace, jobmanager_name(ref)) is not None:
+        exists = uri is not None and await self.kube.get("Deployment", ref.namespace, jobmanager_name(ref)) is not None
+        policy = cleanup_policy(uri, jobmanager_exists=exists, lifecycle_state=before.lifecycle_state)
+        if policy == NO_CLEANUP or uri is None:
             return None
-        access = await self._s3_access(ref, spec)
         try:
-            pointers = await asyncio.to_thread(read_checkpoint_pointers, uri, access)
-            newer = newer_checkpoint(restore_from, checkpoints_dir(ref, spec), pointers)
-            removed = await asyncio.to_thread(remove_directory, uri, access, what="high-availability data")
-        except Exception as e:  # botocore's errors reading the pointers, DisposalError removing them
-            self.post_event(body, "Warning", "HaDataCleanupFailed", f"{e}; not deploying until it is removed")
-            raise
+            access = await self._s3_access(ref, spec)
+            deadline = time.monotonic() + BEST_EFFORT_CLEANUP_S if policy == BEST_EFFORT else None
+            work = asyncio.to_thread(_clear, uri, access, restore_from, checkpoints_dir(ref, spec), deadline)
+            newer, removed = await (asyncio.wait_for(work, BEST_EFFORT_CLEANUP_S) if deadline else work)
+        except (TimeoutError, S3CredentialsMissing, S3Unavailable) as e:
+            if policy != BEST_EFFORT:
+                raise
+            why = str(e) or f"S3 did not answer within {BEST_EFFORT_CLEANUP_S:.0f} s"
+            self.post_event(body, "Warning", "HaDataCleanupSkipped",
+                            f"first deployment: high-availability data at {uri} not checked ({why}); deploying")
+            return None
         if newer is not None:
             self.post_event(body, "Normal", "NewerCheckpoint",
                             f"restoring {newer}, completed after {restore_from} was chosen")
@@ -331,7 +413,12 @@ class Reconciler:
 
     async def _dispose(self, ref: FlinkJobRef, body: Mapping[str, Any], spec: FlinkJobSpec,
                        paths: tuple[str, ...]) -> None:
-        access = await self._s3_access(ref, spec)
+        """Best effort: a savepoint not disposed of is a Warning Event, the history is pruned anyway."""
+        try:
+            access = await self._s3_access(ref, spec)
+        except S3CredentialsMissing as e:
+            self.post_event(body, "Warning", "SavepointDisposalFailed", f"not disposed of {', '.join(paths)}: {e}")
+            return
         for path in paths:
             try:
                 removed = await asyncio.to_thread(dispose_savepoint, path, access)
@@ -359,10 +446,36 @@ class Reconciler:
             old = before.condition(cond.type)
             if old is not None and (old.status, old.reason, old.message) == (cond.status, cond.reason, cond.message):
                 continue
+            if cond.reason in FAILURE_REASONS:
+                continue  # posted by _failed, once per occurrence (aggregated)
             warning = cond.reason in WARNING_REASONS and cond.status in ("True", "False") and not (
                 cond.type == "Degraded" and cond.status == "False")
             self.post_event(body, "Warning" if warning else "Normal", cond.reason or cond.type,
                             f"{cond.type}={cond.status}: {cond.message}")
+        failed, now_ready = before.condition("Ready"), after.condition("Ready")
+        if failed is not None and failed.reason in FAILURE_REASONS and (
+                now_ready is None or now_ready.reason not in FAILURE_REASONS):
+            self.post_event(body, "Normal", "Recovered", f"no longer {failed.reason}: {failed.message}")
         if before.lifecycle_state != after.lifecycle_state and after.lifecycle_state:
             self.post_event(body, "Normal", "LifecycleState",
                             f"{before.lifecycle_state or '(new)'} -> {after.lifecycle_state}")
+
+
+def _clear(uri: str, access: S3Access, restore_from: str | None, checkpoints: str,
+           deadline: float | None) -> tuple[str | None, int]:
+    """In a thread: read the checkpoint pointers of the HA data at `uri`, then remove it; (a newer
+    checkpoint, files removed). Past `deadline` nothing is removed: the caller gave up waiting and
+    may already be deploying a JobManager that writes there."""
+    try:
+        pointers = read_checkpoint_pointers(uri, access)
+        newer = newer_checkpoint(restore_from, checkpoints, pointers)
+        if deadline is not None and time.monotonic() > deadline:
+            raise S3Unavailable(f"reading the high-availability data at {uri} took too long; nothing removed")
+        removed = remove_directory(uri, access, what="high-availability data")
+    except S3Unavailable:
+        raise
+    except Exception as e:  # noqa: BLE001 - botocore's errors reading the pointers, DisposalError removing them
+        text = str(e) if isinstance(e, DisposalError) else f"cannot read high-availability data {uri}: " \
+            f"{type(e).__name__}: {e}"
+        raise S3Unavailable(f"{text}; not deploying until it is removed") from None
+    return newer, removed
