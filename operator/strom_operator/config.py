@@ -2,7 +2,7 @@
 
 Per-FlinkJob options live in the resource (`kubernetes.operator.*`, operator_options.py); these
 are the process's: where its metrics are served, how to reach JobManagers from outside the
-cluster, and a cap on requeue delays.
+cluster, a cap on requeue delays, and what it watches (kopf's cluster scanning follows from it).
 """
 
 from __future__ import annotations
@@ -16,6 +16,20 @@ from strom_operator.endpoints import URL_MAP_ENV
 METRICS_PORT_ENV = "STROM_OPERATOR_METRICS_PORT"
 MAX_REQUEUE_ENV = "STROM_OPERATOR_MAX_REQUEUE_SECONDS"
 WATCH_TIMEOUT_ENV = "STROM_OPERATOR_WATCH_TIMEOUT_SECONDS"
+# What `strom-operator` was told to watch: `*` for every namespace, else namespaces separated by
+# commas; unset (`kopf run`): kopf's default, cluster scanning on.
+NAMESPACES_ENV = "STROM_OPERATOR_NAMESPACES"
+ALL_NAMESPACES = "*"
+_GLOB_CHARS = set("*?[]!")
+
+
+def cluster_scanning(namespaces: tuple[str, ...] | None) -> bool:
+    """Whether kopf must list and watch CRDs and namespaces cluster-wide: always when watching every
+    namespace (None) or namespace patterns (kopf resolves globs against the namespace list), never
+    for named namespaces (a namespaced Role cannot list them: kopf's 403 retries at every start)."""
+    if namespaces is None:
+        return True
+    return any(_GLOB_CHARS & set(ns) for ns in namespaces)
 DEFAULT_METRICS_PORT = 9090
 
 
@@ -25,6 +39,11 @@ class OperatorConfig:
     jobmanager_url_map: str | None = None
     max_requeue_s: float | None = None
     watch_timeout_s: int = 300
+    namespaces: tuple[str, ...] | None = None  # None: every namespace (or unknown: `kopf run`)
+
+    @property
+    def cluster_scanning(self) -> bool:
+        return cluster_scanning(self.namespaces)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> OperatorConfig:
@@ -45,7 +64,11 @@ class OperatorConfig:
             metrics_port = None
         elif port:
             metrics_port = number(METRICS_PORT_ENV, int)  # type: ignore[assignment]
+        raw_namespaces = env.get(NAMESPACES_ENV, "").strip()
+        namespaces = None if raw_namespaces in ("", ALL_NAMESPACES) else tuple(
+            ns.strip() for ns in raw_namespaces.split(",") if ns.strip())
         return cls(
+            namespaces=namespaces or None,
             metrics_port=metrics_port,
             jobmanager_url_map=env.get(URL_MAP_ENV) or None,
             max_requeue_s=number(MAX_REQUEUE_ENV, float),  # type: ignore[arg-type]

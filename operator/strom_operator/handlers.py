@@ -9,6 +9,12 @@ spec.autoscaler enabled, an `autoscaler` daemon evaluates the job's metrics ever
 deletion handler holds the finalizer until the deletion steps are done (a final savepoint with
 `savepoints.onDeletion`). Settings come from the environment (see `OperatorConfig`), which the
 `strom-operator` command fills from its flags.
+
+On a real, secured API server: watching named namespaces, kopf does not scan the cluster's CRDs and
+namespaces (which the chart's namespaced Role does not allow); the operator's own API client renews
+its credentials with the same login as kopf's (`obtain_credentials`: re-run on a 401, and the
+projected token file is re-read when it rotates); Events are posted aggregated (event_recorder.py)
+instead of kopf's one Event per log line.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ import kopf
 from strom_operator.config import OperatorConfig
 from strom_operator.crd import GROUP, PLURAL, VERSION
 from strom_operator.endpoints import JobManagerEndpoints
+from strom_operator.event_recorder import EventRecorder
 from strom_operator.jobmanager_client import RestJobManagerClient
-from strom_operator.kube_api import KubeApi
+from strom_operator.kube_api import KubeApi, KubeApiError
 from strom_operator.metrics import OperatorMetrics
 from strom_operator.observer import Observer
 from strom_operator.reconciler import Reconciler, ReconcilerSettings
@@ -44,21 +51,24 @@ class OperatorContext:
         self.client = RestJobManagerClient()
         self.endpoints = JobManagerEndpoints(config.jobmanager_url_map)
         self.reconciler: Reconciler | None = None
+        self.events: EventRecorder | None = None
         self.wakeups: dict[str, asyncio.Event] = {}
 
-    def connect(self, kube: KubeApi) -> Reconciler:
+    def connect(self, info: kopf.ConnectionInfo, relogin: Any) -> Reconciler:
+        """The first login builds the API client; a later one (kopf's, after its own 401) refreshes it."""
         if self.reconciler is None:
+            kube = KubeApi.from_connection_info(info, relogin=relogin)
+            self.events = EventRecorder(kube)
             observer = Observer(kube, self.client, self.endpoints)
-            self.reconciler = Reconciler(kube, self.client, observer, metrics=self.metrics, post_event=_post_event,
+            self.reconciler = Reconciler(kube, self.client, observer, metrics=self.metrics,
+                                         post_event=self.events.post,
                                          settings=ReconcilerSettings(self.config.max_requeue_s))
+        else:
+            self.reconciler.kube.update_credentials(info)
         return self.reconciler
 
     def wakeup(self, namespace: str, name: str) -> asyncio.Event:
         return self.wakeups.setdefault(f"{namespace}/{name}", asyncio.Event())
-
-
-def _post_event(body: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
-    kopf.event(dict(body), type=type_, reason=reason, message=message[:1000])  # type: ignore[arg-type]
 
 
 def _context(memo: Any) -> OperatorContext:
@@ -82,9 +92,12 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: logg
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
-    settings.posting.level = logging.WARNING
+    # Kopf would post an Event per WARNING log line, unaggregated; ours are posted by the recorder.
+    settings.posting.enabled = False
     settings.posting.reporting_component = "strom-operator"
     settings.watching.server_timeout = config.watch_timeout_s
+    # Named namespaces: no cluster-wide listing of CRDs and namespaces (403 under a namespaced Role).
+    settings.scanning.disabled = not config.cluster_scanning
     ctx = OperatorContext(config)
     memo.strom = ctx
     if config.metrics_port is not None:
@@ -92,25 +105,39 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: logg
         logger.info("operator metrics on port %d", port)
 
 
-@kopf.on.login()
-def login(**kwargs: Any) -> kopf.ConnectionInfo:
-    """Kopf's own login, remembered for the operator's API calls."""
+def obtain_credentials(*, settings: kopf.OperatorSettings, logger: Any) -> kopf.ConnectionInfo:
+    """Fresh credentials: the kubernetes client's loaders (they run exec plugins again and re-read
+    the in-cluster token), else kopf's plain service-account and kubeconfig loaders."""
     info: kopf.ConnectionInfo | None = None
     try:
         import kubernetes  # noqa: F401 - its loaders know exec plugins and in-cluster configs
 
-        info = kopf.login_via_client(**kwargs)
+        info = kopf.login_via_client(settings=settings, logger=logger)
     except ImportError:
         pass
     except Exception as e:  # noqa: BLE001 - fall back to kopf's plain loaders
         log.debug("login via the kubernetes client failed: %s", e)
-    info = info or kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+    info = (info or kopf.login_with_service_account(settings=settings, logger=logger)
+            or kopf.login_with_kubeconfig(settings=settings, logger=logger))
     if info is None:
         raise kopf.LoginError("no Kubernetes credentials: neither a service account nor a kubeconfig")
-    memo = kwargs.get("memo")
+    return info
+
+
+def relogin_with(settings: kopf.OperatorSettings, logger: Any) -> Any:
+    """The KubeApi's re-login on a 401: the same login, off the event loop (exec plugins are processes)."""
+    async def relogin() -> kopf.ConnectionInfo:
+        return await asyncio.to_thread(obtain_credentials, settings=settings, logger=logger)
+    return relogin
+
+
+@kopf.on.login()
+def login(settings: kopf.OperatorSettings, logger: Any, memo: Any = None, **_: Any) -> kopf.ConnectionInfo:
+    """Kopf's own login (again after a 401 on kopf's side), shared with the operator's API client."""
+    info = obtain_credentials(settings=settings, logger=logger)
     ctx = getattr(memo, "strom", None)
     if ctx is not None:
-        ctx.connect(KubeApi.from_connection_info(info))
+        ctx.connect(info, relogin_with(settings, logger))
     return info
 
 
@@ -127,6 +154,8 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
     if ctx is None:
         return
     await ctx.client.close()
+    if ctx.events is not None:
+        await ctx.events.close()
     if ctx.reconciler is not None:
         for requests in ctx.reconciler.observer.savepoints.values():
             await requests.close()
@@ -144,8 +173,10 @@ async def reconcile_now(name: str, namespace: str, memo: kopf.Memo, **_: Any) ->
 
 @kopf.daemon(GROUP, VERSION, PLURAL, cancellation_timeout=10.0)
 async def follow(name: str, namespace: str, memo: kopf.Memo, stopped: Any, logger: logging.Logger,
-                 **_: Any) -> None:
-    """Observe and reconcile until the FlinkJob goes: at the delay each step asks, or when woken."""
+                 body: kopf.Body, **_: Any) -> None:
+    """Observe and reconcile until the FlinkJob goes: at the delay each step asks, or when woken.
+    Failures to act are the reconciler's (a condition and an Event); what still escapes a pass is
+    logged once per pass and posted as an aggregated Warning Event."""
     ctx = _context(memo)
     wakeup = ctx.wakeup(namespace, name)
     while not stopped:
@@ -153,8 +184,13 @@ async def follow(name: str, namespace: str, memo: kopf.Memo, stopped: Any, logge
             delay = await _reconciler(memo).reconcile(namespace, name)
         except kopf.TemporaryError:
             delay = 1.0
-        except Exception:  # noqa: BLE001 - one failed pass must not end the daemon
+        except KubeApiError as e:  # reading the FlinkJob itself: nothing to write a condition on
+            logger.warning("reconciliation of %s/%s: %s; retrying", namespace, name, e)
+            _post(ctx, body, "ReconcileError", str(e))
+            delay = SOON
+        except Exception as e:  # noqa: BLE001 - one failed pass must not end the daemon
             logger.exception("reconciliation of %s/%s failed; retrying", namespace, name)
+            _post(ctx, body, "ReconcileError", f"{type(e).__name__}: {e}")
             delay = SOON
         if delay is None:
             break
@@ -167,6 +203,11 @@ async def follow(name: str, namespace: str, memo: kopf.Memo, stopped: Any, logge
             woken.cancel()
             halted.cancel()
     ctx.wakeups.pop(f"{namespace}/{name}", None)
+
+
+def _post(ctx: OperatorContext, body: Mapping[str, Any], reason: str, message: str) -> None:
+    if ctx.events is not None:
+        ctx.events.post(body, "Warning", reason, message)
 
 
 def _autoscaler_enabled(spec: Mapping[str, Any], **_: Any) -> bool:

@@ -5,9 +5,10 @@
                    [--jobmanager-url-map FILE] [--standalone]
 
 Without --namespace or --all-namespaces it watches the namespace of its kubeconfig context's
-default (kopf's rule). `--metrics-port 0` picks a free port and logs it. The same handlers run
-with `kopf run -m strom_operator.handlers`; this command only turns flags into kopf's arguments
-and the environment the handlers read (config.py).
+default (kopf's rule). With --namespace (names, not patterns) kopf does not scan the cluster's
+CRDs and namespaces, so a namespaced Role suffices. `--metrics-port 0` picks a free port and logs
+it. The same handlers run with `kopf run -m strom_operator.handlers`; this command only turns flags
+into kopf's arguments and the environment the handlers read (config.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from strom_operator.config import MAX_REQUEUE_ENV, METRICS_PORT_ENV
+from strom_operator.config import ALL_NAMESPACES, MAX_REQUEUE_ENV, METRICS_PORT_ENV, NAMESPACES_ENV
 from strom_operator.endpoints import URL_MAP_ENV
 
 
@@ -52,6 +53,14 @@ def liveness_url(value: str | None) -> str | None:
     return value
 
 
+def export_scope(args: argparse.Namespace) -> None:
+    """What is watched, for the handlers (config.py): kopf's cluster scanning follows from it."""
+    if args.all_namespaces:
+        os.environ[NAMESPACES_ENV] = ALL_NAMESPACES
+    elif args.namespace:
+        os.environ[NAMESPACES_ENV] = ",".join(args.namespace)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s",
@@ -59,6 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ[METRICS_PORT_ENV] = "off" if args.metrics_port < 0 else str(args.metrics_port)
     if args.jobmanager_url_map:
         os.environ[URL_MAP_ENV] = os.path.abspath(args.jobmanager_url_map)
+    export_scope(args)
     if args.max_requeue is not None:
         os.environ[MAX_REQUEUE_ENV] = str(args.max_requeue)
     import kopf
