@@ -62,6 +62,7 @@ from strom.runtime.taskmanager.registration import (
 from strom.runtime.taskmanager.slot_worker import worker_main
 
 log = logging.getLogger("strom.runtime.taskmanager")
+SLOT_START_WAIT_S = 30.0  # how long a (re-)registration waits for a restarting slot process
 
 
 class Slot:
@@ -287,12 +288,25 @@ class TaskManager:
             flush=True,
         )
         threading.Thread(target=self._report_metrics, name="metrics-report", daemon=True).start()
+        registered_before = False
         while not self._stopped.is_set():
+            # Register with every slot's data port open: the JobManager probes the first one, and a slot
+            # restarting after its process died would look like an unreachable TaskManager.
+            for slot in self.slots:
+                slot.ready.wait(SLOT_START_WAIT_S)
             try:
                 jm = self._register(timeout_s=max(1.0, min(10.0, attempts.remaining_s())))
             except (OSError, EOFError, pickle.UnpicklingError) as e:  # not a JobManager (yet)
                 self._wait_to_retry(attempts, e)
                 continue
+            except RegistrationError as e:
+                if not registered_before:
+                    raise  # the address is wrong: one line, exit
+                # The same address was reachable before: a slot process that died between its restart
+                # and the JobManager's probe is transient; the registration timeout still bounds it.
+                self._wait_to_retry(attempts, e)
+                continue
+            registered_before = True
             log.info("registered at JobManager %s as %s", self.jobmanager, self.tm_id)
             with self._jm_lock:
                 self._jm = jm
@@ -305,7 +319,10 @@ class TaskManager:
                     elif isinstance(msg, CancelJob):
                         for slot in self.slots:
                             if slot.deployed.pop((msg.job_id, msg.attempt), None) is not None:
-                                slot.conn.send(msg)
+                                try:
+                                    slot.conn.send(msg)
+                                except OSError:
+                                    pass  # the slot died (its reader reports it): not a lost JobManager
                     elif isinstance(msg, TriggerCheckpoint | NotifyCheckpointComplete | NotifyCheckpointAborted):
                         self._to_slots_of(msg.job_id, msg.attempt, msg)
                     elif isinstance(msg, Shutdown):
