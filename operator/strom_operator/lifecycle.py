@@ -66,6 +66,9 @@ def next_step(spec: FlinkJobSpec, status: FlinkJobStatus, observed: ObservedJob,
         error = validate_spec_change(spec, FlinkJobSpec.from_dict(reconciled))
     status = with_jobmanager_condition(observe(status, observed), observed.jobmanager_endpoint, now)
     if error is not None:
+        if generation is not None:
+            # seen and judged: kstatus readers (Flux) compare generations before reading Stalled
+            status = replace(status, observed_generation=generation)
         if status.error != INVALID_SPEC + error:
             new = replace(status, error=INVALID_SPEC + error)
             return WriteStatus(new.with_condition("Degraded", "True", "InvalidSpec", error, now))

@@ -39,6 +39,7 @@ from strom_operator.autoscaling import evaluate_autoscaler
 from strom_operator.batch.batch_reconciler import BatchReconciler, is_batch
 from strom_operator.builders import build_job_objects, scaling_of
 from strom_operator.deletion import next_deletion_step
+from strom_operator.derived_status import DERIVED_CONDITIONS, with_derived_fields
 from strom_operator.ha_data import (
     BEST_EFFORT,
     NO_CLEANUP,
@@ -431,6 +432,8 @@ class Reconciler:
     async def _write_status(self, body: Mapping[str, Any], before: FlinkJobStatus, after: FlinkJobStatus,
                             now: datetime) -> None:
         meta = body["metadata"]
+        after = with_derived_fields(after, FlinkJobRef.from_metadata(meta),
+                                    batch=(body.get("spec") or {}).get("mode") == "batch", now=now)
         patch = status_patch(before.to_dict(), after.to_dict())
         self.metrics.record_transition(meta["namespace"], meta["name"], before, after, now)
         if not patch:
@@ -448,6 +451,8 @@ class Reconciler:
                 continue
             if cond.reason in FAILURE_REASONS:
                 continue  # posted by _failed, once per occurrence (aggregated)
+            if cond.type in DERIVED_CONDITIONS:
+                continue  # kstatus' view of the conditions above: their events are posted already
             warning = cond.reason in WARNING_REASONS and cond.status in ("True", "False") and not (
                 cond.type == "Degraded" and cond.status == "False")
             self.post_event(body, "Warning" if warning else "Normal", cond.reason or cond.type,

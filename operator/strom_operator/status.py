@@ -211,6 +211,7 @@ class FlinkJobStatus:
     observed_generation: int | None = None
     error: str | None = None
     batch: Mapping[str, Any] | None = None  # status.batch, typed by batch/batch_status.py
+    selector: str | None = None  # the TaskManager pods' label selector (scale subresource), derived_status.py
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None) -> FlinkJobStatus:
@@ -229,6 +230,7 @@ class FlinkJobStatus:
             observed_generation=d.get("observedGeneration"),
             error=d.get("error"),
             batch=d.get("batch"),
+            selector=d.get("selector"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -243,6 +245,7 @@ class FlinkJobStatus:
         _put(out, "observedGeneration", self.observed_generation)
         _put(out, "error", self.error)
         _put(out, "batch", copy.deepcopy(dict(self.batch)) if self.batch is not None else None)
+        _put(out, "selector", self.selector)
         return out
 
     def condition(self, type_: str) -> Condition | None:
@@ -254,7 +257,7 @@ class FlinkJobStatus:
         since = old.last_transition_time if old is not None and old.status == status else now
         new = Condition(type_, status, reason, message, since)
         others = tuple(c for c in self.conditions if c.type != type_)
-        order = {"Ready": 0, "Progressing": 1, "Degraded": 2, "JobManagerReady": 3}
+        order = {"Ready": 0, "Progressing": 1, "Degraded": 2, "JobManagerReady": 3, "Reconciling": 4, "Stalled": 5}
         return replace(self, conditions=tuple(sorted(others + (new,), key=lambda c: order.get(c.type, 9))))
 
 

@@ -1,0 +1,65 @@
+"""Status fields derived before each write: kstatus' Reconciling/Stalled and the scale selector.
+
+Expected values are worked by hand from kstatus' rules (Reconciling: the controller works towards the
+spec; Stalled: it cannot get there without the user; never both) and from the labels the
+TaskManager Deployment selects by (the selector must select exactly the pods the builder labels).
+"""
+
+from __future__ import annotations
+
+from strom_operator.derived_status import with_derived_fields
+from strom_operator.labels import FlinkJobRef
+from strom_operator.lifecycle import next_step
+from strom_operator.observed import ObservedJob
+from strom_operator.status import FlinkJobStatus
+from strom_operator.taskmanager import build_taskmanager_deployment
+
+from tests.operator.fakes import T0, deploy_stable, make_spec
+
+REF = FlinkJobRef("ns", "orders", "uid-1")
+
+
+def conditions(status: FlinkJobStatus) -> dict[str, tuple[str, str]]:
+    return {c.type: (c.status, c.reason) for c in status.conditions}
+
+
+def matches(selector: str, labels: dict[str, str]) -> bool:
+    """A `kubectl get -l` equality selector against a pod's labels."""
+    return all(labels.get(k) == v for k, v in (term.split("=", 1) for term in selector.split(",")))
+
+
+def test_a_stable_running_job_is_neither_reconciling_nor_stalled_and_selects_its_taskmanagers():
+    _, status, _ = deploy_stable()
+    derived = with_derived_fields(status, REF, batch=False, now=T0)
+    assert conditions(derived)["Reconciling"] == ("False", "Reconciled")
+    assert conditions(derived)["Stalled"] == ("False", "Reconciled")
+    template_labels = build_taskmanager_deployment(REF, make_spec())["spec"]["template"]["metadata"]["labels"]
+    assert matches(derived.selector, template_labels)
+    jobmanager_labels = dict(template_labels, **{"app.kubernetes.io/component": "jobmanager"})
+    assert not matches(derived.selector, jobmanager_labels)  # the scale target counts TaskManagers only
+    assert derived.to_dict()["selector"] == derived.selector
+
+
+def test_a_first_deployment_is_reconciling():
+    step = next_step(make_spec(), FlinkJobStatus(), ObservedJob(), now=T0, generation=1)
+    derived = with_derived_fields(step.status, REF, batch=False, now=T0)
+    assert conditions(derived)["Reconciling"][0] == "True"
+    assert conditions(derived)["Stalled"][0] == "False"
+
+
+def test_an_invalid_spec_is_stalled_and_its_generation_observed():
+    step = next_step(make_spec(taskManager__slots=0), FlinkJobStatus(), ObservedJob(), now=T0, generation=3)
+    assert step.status.observed_generation == 3  # Flux compares generations before it reads Stalled
+    derived = with_derived_fields(step.status, REF, batch=False, now=T0)
+    assert conditions(derived)["Stalled"] == ("True", "InvalidSpec")
+    assert conditions(derived)["Reconciling"][0] == "False"
+
+
+def test_batch_flinkjobs_have_no_taskmanager_selector():
+    assert with_derived_fields(FlinkJobStatus(), REF, batch=True, now=T0).selector is None
+
+
+def test_deriving_twice_changes_nothing():
+    _, status, _ = deploy_stable()
+    once = with_derived_fields(status, REF, batch=False, now=T0)
+    assert with_derived_fields(once, REF, batch=False, now=T0) == once
