@@ -61,9 +61,10 @@ def engine_configuration(ref: FlinkJobRef, spec: FlinkJobSpec) -> dict[str, str]
     if duration_seconds(cp.interval) > 0:
         conf["execution.checkpointing.interval"] = str(cp.interval)
         conf["execution.checkpointing.mode"] = cp.mode
-        # The JobManager keeps the latest checkpoint pointer in a ConfigMap, so a restarted
-        # JobManager pod recovers its job and `last-state` upgrades find the checkpoint.
-        conf["high-availability.type"] = "kubernetes"
+        # The JobManager keeps its job graph and latest checkpoint pointer next to the checkpoints
+        # (<dir>/_ha), so a replaced JobManager pod recovers its job and `last-state` upgrades find
+        # the checkpoint.
+        conf["high-availability.type"] = "file"
         conf["high-availability.cluster-id"] = ref.name
     if cp.dir:
         conf["state.checkpoints.dir"] = cp.dir

@@ -1,6 +1,6 @@
 """Where a FlinkJob's JobManager keeps its high-availability data, so a deployment can start clean.
 
-With checkpointing on, the JobManager runs with `high-availability.type: kubernetes` and the
+With checkpointing on, the JobManager runs with `high-availability.type: file` and the
 FlinkJob's name as `high-availability.cluster-id`: it keeps the job graph and the latest checkpoint
 pointer of each running job under `<high-availability.storageDir>/<cluster-id>/` (by default
 `<state.checkpoints.dir>/_ha`). A JobManager that starts finds the jobs there and recovers them;

@@ -138,3 +138,18 @@ def test_stop_with_savepoint_completes_after_the_tasks_committed_their_output(tm
     for key, counts in by_key.items():
         # a contiguous prefix 1..max per key, each once: nothing before the savepoint left unpublished
         assert sorted(counts) == list(range(1, max(counts) + 1)), f"key {key}: gaps in {sorted(counts)[:20]}..."
+
+
+def test_high_availability_type_kubernetes_is_refused_with_what_to_use():
+    """No name that silently means something else: Flink's Kubernetes HA (Leases, standby JobManagers)
+    is not implemented, so `kubernetes` fails with one line naming the key and the working setting."""
+    import pytest
+    from strom.common.config_options import ConfigError
+    from strom.common.configuration import Configuration
+    from strom.runtime.jobmanager.high_availability import ha_services_for
+
+    with pytest.raises(ConfigError) as refused:
+        ha_services_for(Configuration({"high-availability.type": "kubernetes", "state.checkpoints.dir": "file:///x"}))
+    assert "'high-availability.type: kubernetes'" in str(refused.value)
+    message = str(refused.value)
+    assert "'high-availability.type: file'" in message and "high-availability.storageDir" in message

@@ -12,9 +12,11 @@ at any moment leaves a pointer to a checkpoint whose files exist and whose side 
 most committed, never ahead. A job that reaches a globally terminal state (FINISHED, CANCELED,
 FAILED) is removed, so only jobs that were still running are recovered.
 
-`high-availability.type: kubernetes` is the same store with its pointers in ConfigMaps; that
-implementation belongs to the Kubernetes deployment (see the operator); here `kubernetes` without
-a storage directory is refused with the reason, rather than silently running without HA.
+Flink's `high-availability.type: kubernetes` (leader election with Lease objects, pointers in
+ConfigMaps, standby JobManagers) is not implemented, and the name is refused with a line saying what
+to use instead, rather than silently meaning `file`. On Kubernetes the operator runs one JobManager
+per FlinkJob (a Deployment with Recreate) and writes `file` with the storage next to the checkpoints
+(S3): a replaced JobManager pod recovers its job from there.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ HA_TYPE = option(
     "high-availability.type",
     "enum",
     "NONE",
-    "How a restarted JobManager recovers running jobs: NONE, FILE (high-availability.storageDir) or KUBERNETES.",
-    allowed=("NONE", "FILE", "KUBERNETES"),
+    "How a restarted JobManager recovers running jobs: NONE or FILE (high-availability.storageDir).",
+    allowed=("NONE", "FILE", "KUBERNETES"),  # KUBERNETES is refused by ha_services_for, with what to use
 )
 HA_STORAGE_DIR = option(
     "high-availability.storageDir",
@@ -136,6 +138,12 @@ def ha_services_for(config: Any) -> HaServices:
     kind = str(read_option(config, HA_TYPE)).upper()
     if kind == "NONE":
         return NoHaServices()
+    if kind == "KUBERNETES":
+        raise ConfigError(
+            f"'{HA_TYPE.key}: kubernetes' (leader election with Leases, standby JobManagers) is not supported: "
+            f"set '{HA_TYPE.key}: file' with '{HA_STORAGE_DIR.key}' (s3:// or shared file://; default "
+            "<state.checkpoints.dir>/_ha), which recovers a replaced JobManager's jobs"
+        )
     storage_dir = str(read_option(config, HA_STORAGE_DIR) or "")
     if not storage_dir and config.get(opts.CHECKPOINTS_DIR):
         # next to the checkpoints it points to: a location every JobManager pod already reaches
