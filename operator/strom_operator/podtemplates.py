@@ -69,4 +69,16 @@ def merge_pod_templates(base: Mapping[str, Any], *overlays: Mapping[str, Any], m
     for overlay in overlays:
         if overlay:
             merged = strategic_merge(merged, rename_main_container(overlay, main))
+    _default_port_protocols(merged)
     return merged
+
+
+def _default_port_protocols(template: dict[str, Any]) -> None:
+    """A user's container port without `protocol` gets Kubernetes' default, TCP, written out: under
+    server-side apply (containerPort, protocol) is the list key, and an element missing it is refused."""
+    spec = template.get("spec") or {}
+    for kind in ("initContainers", "containers"):
+        for container in spec.get(kind) or ():
+            for port in container.get("ports") or () if isinstance(container, dict) else ():
+                if isinstance(port, dict) and "containerPort" in port:
+                    port.setdefault("protocol", "TCP")

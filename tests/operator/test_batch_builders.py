@@ -233,3 +233,10 @@ def test_example_batch_manifest_validates_against_the_crd_and_the_batch_rules():
     assert parsed.mode == "batch" and parsed.restart_policy.type == "OnFailure"
     assert validate_batch_spec(parsed) is None
     assert os.path.isfile(os.path.join(root, parsed.job.entry.removeprefix("/opt/strom/")))
+
+
+def test_spark_executor_pods_mount_no_service_account_token():
+    """Executors never call the API (the driver manages them); a user's executor template may still ask."""
+    from strom_operator.batch.driver import build_executor_pod_template
+
+    assert build_executor_pod_template(REF, spec())["spec"]["automountServiceAccountToken"] is False

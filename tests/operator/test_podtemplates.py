@@ -58,3 +58,16 @@ def test_flink_main_container_alias_and_layering_order():
     assert [c["name"] for c in merged["spec"]["containers"]] == ["jobmanager"]
     assert merged["spec"]["containers"][0]["image"] == "specific"
     assert merged["metadata"]["labels"] == {"a": "1", "team": "x"}
+
+
+def test_a_user_container_port_without_protocol_gets_tcp_written_out():
+    """Server-side apply keys container ports by (containerPort, protocol): an element without protocol is
+    refused by a real API server, so the merge writes Kubernetes' default."""
+    base = {"spec": {"containers": [{"name": "main", "ports": [{"containerPort": 9249, "protocol": "TCP"}]}]}}
+    user = {"spec": {"containers": [{"name": "main", "ports": [{"containerPort": 5005, "name": "debug"}]}],
+                     "initContainers": [{"name": "init", "ports": [{"containerPort": 7000, "protocol": "UDP"}]}]}}
+    merged = merge_pod_templates(base, user, main="main")
+    ports = {p["containerPort"]: p["protocol"] for p in merged["spec"]["containers"][0]["ports"]}
+    assert ports == {9249: "TCP", 5005: "TCP"}
+    assert merged["spec"]["initContainers"][0]["ports"] == [{"containerPort": 7000, "protocol": "UDP"}]
+    assert "protocol" not in user["spec"]["containers"][0]["ports"][0]  # the user's template is not changed

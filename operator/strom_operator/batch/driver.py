@@ -96,7 +96,9 @@ def build_executor_pod_template(ref: FlinkJobRef, spec: FlinkJobSpec) -> dict[st
         "volumeMounts": [_config_mount()],
     }
     base = {"metadata": {"labels": batch_labels(ref, EXECUTOR)},
-            "spec": {"containers": [container], "volumes": [_config_volume(ref)]}}
+            # executors never call the API (the driver manages them): no token unless a user template asks
+            "spec": {"containers": [container], "volumes": [_config_volume(ref)],
+                     "automountServiceAccountToken": False}}
     merged = merge_pod_templates(base, dict(spec.pod_template), dict(spec.spark.executor.pod_template),
                                  main=EXECUTOR_CONTAINER)
     return {"apiVersion": "v1", "kind": "Pod", **merged}
