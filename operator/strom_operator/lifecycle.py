@@ -247,6 +247,11 @@ def _running(s: Situation) -> Step:
         due_in = min(IDLE, interval - since)
     if observed.running:
         status = status.with_condition("Ready", "True", "JobRunning", "the job is RUNNING", now)
+        progressing = status.condition("Progressing")
+        if status.lifecycle_state == "ROLLED_BACK" and progressing is not None and progressing.status == "True":
+            # the rollback's deployment runs: nothing is in progress any more (the new spec waits for the user)
+            status = status.with_condition("Progressing", "False", "RolledBack",
+                                           "rolled back to the last stable spec; the job is RUNNING", now)
     elif observed.job_state is not None:
         status = status.with_condition("Ready", "False", "JobNotRunning", f"the job is {observed.job_state}", now)
     return Wait("the job is running", status, due_in)

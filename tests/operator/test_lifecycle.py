@@ -214,6 +214,9 @@ def test_upgrade_not_running_in_time_rolls_back_to_the_stable_spec_from_the_upgr
     deploys = cluster.deploys
     status, _ = drive(new, status, cluster, later(60 + 9 * 60))
     assert status.lifecycle_state == "ROLLED_BACK" and cluster.deploys == deploys
+    # the rolled-back job runs: Ready, and no longer "waiting for the job to reach RUNNING"
+    assert status.condition("Ready").status == "True"
+    assert (status.condition("Progressing").status, status.condition("Progressing").reason) == ("False", "RolledBack")
 
 
 def test_readiness_timeout_is_configurable():
