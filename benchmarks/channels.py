@@ -27,6 +27,7 @@ from strom.runtime.network.tcp_channels import ChannelId, DataServer, RemoteOutp
 BATCH = 1024
 CAPACITY = 10
 HOST = "127.0.0.1"
+SECRET = b"the benchmark's cluster secret"  # both ends prove it (peer_auth), as in a cluster
 
 
 def make_batch() -> tuple[list[Any], None, None]:
@@ -41,7 +42,7 @@ def produce(channel: Any, buffers: int) -> None:
 
 
 def produce_remote(channel_id: ChannelId, port: int, buffers: int) -> None:
-    out = RemoteOutputChannel(channel_id, HOST, port)
+    out = RemoteOutputChannel(channel_id, HOST, port, secret=SECRET)
     produce(out, buffers)
     out.close()
 
@@ -86,7 +87,7 @@ def run_serde(buffers: int) -> float:
 
 
 def run_tcp(buffers: int, *, process: bool, run: int) -> tuple[float, float]:
-    with DataServer(HOST, 0) as server:
+    with DataServer(HOST, 0, secret=SECRET) as server:
         port = server.start()
         cid = ChannelId("bench", run, "source->sink", 0, 0)
         gate = InputGate()
@@ -97,7 +98,7 @@ def run_tcp(buffers: int, *, process: bool, run: int) -> tuple[float, float]:
             records, seconds = consume(gate)
             child.join()
             return records / seconds, 0.0
-        out = RemoteOutputChannel(cid, HOST, port)
+        out = RemoteOutputChannel(cid, HOST, port, secret=SECRET)
         t = threading.Thread(target=produce, args=(out, buffers), daemon=True)
         t.start()
         records, seconds = consume(gate)

@@ -36,6 +36,7 @@ from strom.runtime.tasks.processing_time import ProcessingTimeService
 from strom.runtime.tasks.stream_task import FAILED, StreamTask
 
 HOST = "127.0.0.1"
+SECRET = b"a test cluster secret of 32 bytes"  # what every end of these channels proves
 DEADLINE_S = 20.0
 
 
@@ -113,7 +114,7 @@ class Producer:
 
 @pytest.fixture
 def server() -> Iterator[DataServer]:
-    s = DataServer(HOST, 0)
+    s = DataServer(HOST, 0, secret=SECRET)
     s.start()
     yield s
     s.close()
@@ -237,7 +238,7 @@ def test_items_arrive_exactly_and_in_order(server: DataServer):
     gate = InputGate()
     ch = gate.add_channel(1, len(ALL_ITEMS))
     server.expect(cid(), ch)
-    out = RemoteOutputChannel(cid(), HOST, server.port)
+    out = RemoteOutputChannel(cid(), HOST, server.port, secret=SECRET)
     p = Producer(out, ALL_ITEMS)
     got = [item for _, item in take(gate, len(ALL_ITEMS))]
     p.join()
@@ -248,7 +249,7 @@ def test_items_arrive_exactly_and_in_order(server: DataServer):
 
 
 def test_connection_before_expect_is_held_until_expected(server: DataServer):
-    out = RemoteOutputChannel(cid(), HOST, server.port)
+    out = RemoteOutputChannel(cid(), HOST, server.port, secret=SECRET)
     out.connect()
     wait_until(lambda: cid() in server.held_channels(), "the early connection to be held")
     p = Producer(out, [batch(0, 3), END_OF_PARTITION])
@@ -261,15 +262,15 @@ def test_connection_before_expect_is_held_until_expected(server: DataServer):
 
 
 def test_a_held_connection_nobody_expects_is_refused_after_the_timeout():
-    with DataServer(HOST, 0, pending_timeout_s=0.2) as s:
-        out = RemoteOutputChannel(cid(), HOST, s.start())
+    with DataServer(HOST, 0, secret=SECRET, pending_timeout_s=0.2) as s:
+        out = RemoteOutputChannel(cid(), HOST, s.start(), secret=SECRET)
         with pytest.raises(ConnectionError, match="no consumer registered for channel map->sink"):
             out.put(batch(0, 1))
 
 
 def test_connect_gives_up_after_the_deadline_naming_address_and_channel():
     port = free_port()
-    out = RemoteOutputChannel(cid(), HOST, port, connect_timeout_s=0.3)
+    out = RemoteOutputChannel(cid(), HOST, port, connect_timeout_s=0.3, secret=SECRET)
     with pytest.raises(ConnectionError) as e:
         out.put(batch(0, 1))
     assert f"{HOST}:{port}" in str(e.value) and "map->sink[0->0]" in str(e.value)
@@ -277,9 +278,9 @@ def test_connect_gives_up_after_the_deadline_naming_address_and_channel():
 
 def test_a_producer_started_before_the_server_connects_when_it_comes_up():
     port = free_port()
-    out = RemoteOutputChannel(cid(), HOST, port, connect_timeout_s=DEADLINE_S)
+    out = RemoteOutputChannel(cid(), HOST, port, connect_timeout_s=DEADLINE_S, secret=SECRET)
     p = Producer(out, [batch(0, 2), END_OF_PARTITION])
-    with DataServer(HOST, port) as s:
+    with DataServer(HOST, port, secret=SECRET) as s:
         s.start()
         gate = InputGate()
         s.expect(cid(), gate.add_channel(1, 2))
@@ -295,7 +296,7 @@ def test_a_consumer_that_does_not_poll_stops_the_producer_after_capacity_buffers
     ch = gate.add_channel(1, capacity)
     server.expect(cid(), ch)
     items = [batch(i * 10, 10) for i in range(8)] + [END_OF_PARTITION]
-    out = RemoteOutputChannel(cid(), HOST, server.port)
+    out = RemoteOutputChannel(cid(), HOST, server.port, secret=SECRET)
     p = Producer(out, items)
     wait_until(lambda: len(ch.queue) == capacity and p.done == capacity, "capacity buffers to arrive")
     p.thread.join(0.3)  # bounded: a put without credit would finish at once
@@ -315,7 +316,7 @@ def test_a_slow_consumer_keeps_its_queue_within_capacity(server: DataServer):
     ch = gate.add_channel(1, capacity)
     server.expect(cid(), ch)
     items = [batch(i * 5, 5, keys=i % 2 == 0) for i in range(100)] + [WatermarkEvent(500), END_OF_PARTITION]
-    p = Producer(RemoteOutputChannel(cid(), HOST, server.port), items)
+    p = Producer(RemoteOutputChannel(cid(), HOST, server.port, secret=SECRET), items)
     got: list[Any] = []
     longest = 0
     while len(got) < len(items):
@@ -347,7 +348,7 @@ def test_many_channels_into_one_gate_deliver_a_2x2_hash_shuffle(server: DataServ
             server.expect(cid(prod, c), gates[c].add_channel(1, 4))
 
     def produce(prod: int) -> None:
-        channels = [RemoteOutputChannel(cid(prod, c), HOST, server.port) for c in range(2)]
+        channels = [RemoteOutputChannel(cid(prod, c), HOST, server.port, secret=SECRET) for c in range(2)]
         w = RecordWriter(
             channels, kind="hash", buffer_records=64, key_selector=KeyOf(), consumer_parallelism=2, subtask_index=prod
         )
@@ -396,7 +397,7 @@ def test_abort_unblocks_a_producer_waiting_for_credit(server: DataServer):
     gate = InputGate()
     ch = gate.add_channel(1, 1)
     server.expect(cid(), ch)
-    p = Producer(RemoteOutputChannel(cid(), HOST, server.port), [batch(0, 1), batch(1, 1)])
+    p = Producer(RemoteOutputChannel(cid(), HOST, server.port, secret=SECRET), [batch(0, 1), batch(1, 1)])
     wait_until(lambda: p.done == 1 and len(ch.queue) == 1, "the first buffer")
     p.channel.abort()
     p.join()
@@ -408,7 +409,7 @@ def test_abort_unblocks_a_producer_waiting_for_credit(server: DataServer):
 
 
 def test_abort_unblocks_a_producer_waiting_to_connect():
-    p = Producer(RemoteOutputChannel(cid(), HOST, free_port(), connect_timeout_s=60), [batch(0, 1)])
+    p = Producer(RemoteOutputChannel(cid(), HOST, free_port(), connect_timeout_s=60, secret=SECRET), [batch(0, 1)])
     p.thread.join(0.05)
     p.channel.abort()
     p.join()
@@ -419,7 +420,7 @@ def test_a_producer_that_disconnects_mid_stream_fails_the_consumer_task(server: 
     gate = InputGate()
     ch = gate.add_channel(1, 4)
     server.expect(cid(), ch)
-    Producer(RemoteOutputChannel(cid(), HOST, server.port), [batch(0, 2)], close=True).join()  # no EOP
+    Producer(RemoteOutputChannel(cid(), HOST, server.port, secret=SECRET), [batch(0, 2)], close=True).join()  # no EOP
 
     class Head:
         def __init__(self) -> None:
@@ -463,7 +464,7 @@ def test_a_producer_that_disconnects_mid_stream_fails_the_consumer_task(server: 
 def test_a_consumer_that_goes_away_fails_the_producers_put(server: DataServer):
     gate = InputGate()
     server.expect(cid(), gate.add_channel(1, 2))
-    p = Producer(RemoteOutputChannel(cid(), HOST, server.port), [batch(i, 1) for i in range(10)])
+    p = Producer(RemoteOutputChannel(cid(), HOST, server.port, secret=SECRET), [batch(i, 1) for i in range(10)])
     wait_until(lambda: p.done == 2, "the credited buffers")
     server.close()
     p.join()
@@ -475,7 +476,7 @@ def test_forget_drops_a_jobs_registrations_and_refuses_its_producers(server: Dat
     gate = InputGate()
     server.expect(cid(job="old"), gate.add_channel(1, 2))
     server.forget("old")
-    out = RemoteOutputChannel(cid(job="old"), HOST, server.port)
+    out = RemoteOutputChannel(cid(job="old"), HOST, server.port, secret=SECRET)
     out.connect()
     wait_until(lambda: cid(job="old") in server.held_channels(), "the connection to be held")
     server.forget("old")
@@ -494,7 +495,7 @@ def reference_records() -> tuple[list[tuple[int, str, float]], list[int]]:
 
 def produce_in_child(channel_id: ChannelId, port: int, forever: bool) -> None:
     """Child process: a forward RecordWriter over one remote channel, batches of 1024 records."""
-    out = RemoteOutputChannel(channel_id, HOST, port)
+    out = RemoteOutputChannel(channel_id, HOST, port, secret=SECRET)
     w = RecordWriter([out], kind="forward", buffer_records=1024)
     i = 0
     while forever or i < N_RECORDS:

@@ -295,3 +295,20 @@ TM_RESOURCE_ID = option(
 METRICS_UPDATE_INTERVAL = option(
     "metrics.fetcher.update-interval", "duration", 10_000, "How often TaskManagers report metrics to the JobManager."
 )
+
+# -- security: the secret RPC and data connections authenticate with ------------------------
+CLUSTER_SECRET = option(
+    "security.cluster-secret",
+    "str",
+    "",
+    "The secret every JobManager, TaskManager and slot process of a cluster shares: RPC and data connections "
+    "prove they know it (HMAC challenge-response) before anything is decoded; at least 16 bytes. "
+    "STROM_CLUSTER_SECRET wins over it; unset = security.cluster-secret-file.",
+)
+CLUSTER_SECRET_FILE = option(
+    "security.cluster-secret-file",
+    "str",
+    "~/.strom/cluster-secret",
+    "A file holding the cluster secret, read when neither STROM_CLUSTER_SECRET nor security.cluster-secret is "
+    "set; the first process that needs it creates it (mode 0600, random), as Erlang's cookie file.",
+)

@@ -4,6 +4,7 @@ deployment runs. TaskManagers are started on demand, with enough slots for each 
 
 Every address key is set to 127.0.0.1 explicitly (a cluster's config file read through
 STROM_CONF_DIR may name a Service or 0.0.0.0): nothing of `strom run` listens beyond this machine.
+Its processes share a random cluster secret of their own (never the cookie file).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from strom.common import config_options as opts
 from strom.datastream.stream_execution_environment import JobExecutionResult
 from strom.graph.job_graph import create_job_graph
 from strom.graph.stream_graph import StreamGraph
+from strom.runtime.network import cluster_secret
 
 LOOPBACK = "127.0.0.1"
 JOBMANAGER_ADDRESS_KEYS = (
@@ -94,6 +96,14 @@ class MiniCluster:
                 conf.set(option.key, 0)
         for option in JOBMANAGER_ADDRESS_KEYS:
             conf.set(option.key, LOOPBACK)
+        # Its own random secret, in memory: the JobManager reads it from the configuration, the
+        # TaskManagers from their environment (not their command line, which `ps` shows); no file in
+        # the home directory. A secret in the environment already is what every process would read.
+        self._child_env: dict[str, str] = {}
+        if not os.environ.get(cluster_secret.ENV_VAR):
+            secret = cluster_secret.generate_secret()
+            conf.set(opts.CLUSTER_SECRET.key, secret)
+            self._child_env[cluster_secret.ENV_VAR] = secret
         self.config = conf
         self.fixed_taskmanagers = taskmanagers
         self.log_level = log_level
@@ -126,7 +136,7 @@ class MiniCluster:
             "--log-level",
             self.log_level,
         ]
-        env = dict(os.environ)
+        env = dict(os.environ, **self._child_env)
         here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join([here, *sys.path])
         proc = subprocess.Popen(cmd, env=env)

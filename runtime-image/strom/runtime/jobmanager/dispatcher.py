@@ -2,7 +2,8 @@
 heartbeats) and the RPC endpoint TaskManagers connect to. Runs on one asyncio loop; other
 threads (application mode's job script, `strom run`) submit through the *_threadsafe methods.
 
-The RPC endpoint binds `jobmanager.bind-host` (unset: `jobmanager.rpc.address`). A registering
+The RPC endpoint binds `jobmanager.bind-host` (unset: `jobmanager.rpc.address`). A connection to it
+is read only after peer authentication with the cluster secret (`network.peer_auth`). A registering
 TaskManager is taken only if this process can reach its advertised data address; otherwise it gets
 a `RegistrationRefused` naming the address and `taskmanager.host`, and exits.
 """
@@ -28,6 +29,8 @@ from strom.runtime.jobmanager.resource_manager import ResourceManager, TaskManag
 from strom.runtime.metrics.registry import MetricRegistry
 from strom.runtime.metrics.snapshots import merge_snapshots
 from strom.runtime.network.addresses import check_bindable, metrics_bind, reachability_problem, rpc_bind
+from strom.runtime.network.cluster_secret import resolve_cluster_secret
+from strom.runtime.network.peer_auth import RPC, accept_peer_async
 from strom.runtime.rpc import (
     AcknowledgeCheckpoint,
     DeclineCheckpoint,
@@ -70,6 +73,8 @@ class JobManager:
         )
         self.metrics_port = 0
         self.ha: HaServices = ha_services_for(config)
+        # every RPC connection proves it before its first frame is read (ConfigError when unusable)
+        self.secret = resolve_cluster_secret(config)
         self.recovered_job_ids: list[str] = []
 
     def metrics_snapshot(self) -> Any:
@@ -153,6 +158,9 @@ class JobManager:
     async def _handle_taskmanager(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         record: TaskManagerRecord | None = None
         try:
+            # nothing is unpickled from a peer that has not proved the cluster secret
+            if not await accept_peer_async(reader, writer, self.secret, RPC):
+                return
             hello = await read_message(reader)
             if not isinstance(hello, RegisterTaskManager):
                 writer.close()

@@ -1,10 +1,12 @@
 """DataServer: the consumer end of remote channels, one TCP server per worker process.
 
-The process registers each remote input channel with `expect(channel_id, channel)`, where `channel` is
-the `LocalChannel` an `InputGate` handed out. A producer connects and names its channel in a
-handshake; the connection may arrive before `expect` and is then held (up to `pending_timeout_s`).
-Once matched, the server announces `channel.capacity` credits and reads frames into the channel's
-queue; each buffer the task takes returns one credit through `channel.on_consumed`.
+Every connection first passes peer authentication (`peer_auth.accept_peer`: the producer proves the
+cluster secret, and so does this server); only then is its handshake read. The process registers
+each remote input channel with `expect(channel_id, channel)`, where `channel` is the `LocalChannel`
+an `InputGate` handed out. A producer connects and names its channel in a handshake; the connection
+may arrive before `expect` and is then held (up to `pending_timeout_s`). Once matched, the server
+announces `channel.capacity` credits and reads frames into the channel's queue; each buffer the task
+takes returns one credit through `channel.on_consumed`.
 
 One reader thread per connection, not one selector thread: a reader blocks in recv without the GIL
 until a frame arrives, frames are parsed by C code (buffered reads, unpickling), and a selector loop in
@@ -21,6 +23,7 @@ from typing import Any
 
 from strom.runtime.network.channels import LocalChannel
 from strom.runtime.network.events import EndOfPartition
+from strom.runtime.network.peer_auth import DATA, accept_peer
 from strom.runtime.network.serialization import deserialize_item
 from strom.runtime.network.tcp_protocol import (
     FRAME_CANCEL,
@@ -48,11 +51,13 @@ class DataServer:
         host: str = "127.0.0.1",
         port: int = 0,
         *,
+        secret: bytes,
         pending_timeout_s: float = 60.0,
         handshake_timeout_s: float = 10.0,
     ) -> None:
         self.host = host
         self.port = port
+        self.secret = secret  # the cluster secret producers must prove (peer_auth) before anything is read
         self.pending_timeout_s = pending_timeout_s
         self.handshake_timeout_s = handshake_timeout_s
         self._lock = threading.Lock()
@@ -235,12 +240,12 @@ class _InboundConnection:
         sock = self.sock
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # credits are tiny frames
+            # nothing is read from a producer that has not proved the cluster secret; the JobManager's
+            # reachability probe (connect, close) ends here quietly
+            if not accept_peer(sock, self.server.secret, DATA, peer=self.peer):
+                return
             sock.settimeout(self.server.handshake_timeout_s)
             try:
-                if not sock.recv(1, socket.MSG_PEEK):
-                    # connected and closed without a byte: the JobManager checking it can reach this port
-                    log.debug("connection from %s closed before a handshake", self.peer)
-                    return
                 self.channel_id = read_handshake(sock)
             except (OSError, ValueError) as e:
                 log.warning("bad handshake from %s: %s", self.peer, e)

@@ -21,6 +21,7 @@ from typing import Any
 from strom.runtime.network.channels import TaskCancelledError
 from strom.runtime.network.data_server import DataServer
 from strom.runtime.network.events import EndOfPartition
+from strom.runtime.network.peer_auth import DATA, PeerAuthError, authenticate_to_server
 from strom.runtime.network.serialization import serialize_item
 from strom.runtime.network.tcp_protocol import (
     FRAME_CANCEL,
@@ -42,10 +43,13 @@ _CLOSE_DRAIN_TIMEOUT_S = 5.0
 class RemoteOutputChannel:
     """The producer end of one channel to a consumer subtask in another process."""
 
-    def __init__(self, channel_id: ChannelId, host: str, port: int, *, connect_timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, channel_id: ChannelId, host: str, port: int, *, secret: bytes, connect_timeout_s: float = 30.0
+    ) -> None:
         self.channel_id = channel_id
         self.host = host
         self.port = port
+        self.secret = secret  # the cluster secret: both ends prove it before the channel's handshake
         self.connect_timeout_s = connect_timeout_s
         self.back_pressured_ns = 0
         self.bytes_sent = 0
@@ -85,9 +89,15 @@ class RemoteOutputChannel:
                 self._aborted.wait(delay)  # wakes at once on abort()
                 delay = min(delay * 2, 0.5)
         try:
-            sock.settimeout(None)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            # no record goes to a server that has not proved the cluster secret
+            authenticate_to_server(sock, self.secret, DATA)
+            sock.settimeout(None)
             sock.sendall(encode_handshake(self.channel_id))
+        except PeerAuthError as e:
+            sock.close()
+            where = f"the data server at {self.host}:{self.port}"
+            raise PeerAuthError(f"{self.channel_id}: cannot authenticate with {where}: {e}") from None
         except OSError as e:
             sock.close()
             raise self._lost(e) from e

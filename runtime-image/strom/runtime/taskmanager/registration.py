@@ -6,7 +6,8 @@ names the address and the key or flag it came from. A TaskManager without a JobM
 `taskmanager.registration.timeout` (Flink's key; 5 min) gives up with one line and exits non-zero,
 as Flink's TaskExecutor does; the period starts again whenever a registered TaskManager loses its
 JobManager. A JobManager that refuses the TaskManager (`RegistrationRefused`) ends it at once:
-retrying cannot change the address it advertises.
+retrying cannot change the address it advertises; nor can it change the cluster secret, so a failed
+peer authentication (`authentication_failed`) ends it the same way.
 
 `RegistrationAttempts` is the decision only (clock injectable); the TaskManager does the I/O.
 """
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 
 from strom.common import config_options as opts
 from strom.runtime.network.addresses import describe_os_error, format_duration
+from strom.runtime.network.cluster_secret import ENV_VAR
 
 WARN_INTERVAL_S = 10.0
 MAX_BACKOFF_S = 5.0
@@ -87,3 +89,12 @@ class RegistrationAttempts:
         wait = min(self._backoff, max(0.0, self.deadline - now))
         self._backoff = min(self._backoff * 2, MAX_BACKOFF_S)
         return Retry(wait, warning)
+
+
+def authentication_failed(address: JobManagerAddress) -> RegistrationError:
+    """The one line for a TaskManager and a JobManager that do not share the cluster secret (either
+    refused the other's proof)."""
+    return RegistrationError(
+        f"TaskManager could not authenticate with JobManager {address}: the cluster secrets differ; give every "
+        f"process the same {opts.CLUSTER_SECRET.key} (or {ENV_VAR}, or the same {opts.CLUSTER_SECRET_FILE.key})"
+    )

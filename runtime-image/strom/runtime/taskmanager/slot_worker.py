@@ -48,15 +48,24 @@ log = logging.getLogger("strom.runtime.slot")
 
 class SlotWorker:
     def __init__(
-        self, conn: Any, *, slot_index: int, host: str, data_port: int, tm_id: str = "", report_interval_s: float = 1.0
+        self,
+        conn: Any,
+        *,
+        slot_index: int,
+        host: str,
+        data_port: int,
+        secret: bytes,
+        tm_id: str = "",
+        report_interval_s: float = 1.0,
     ) -> None:
         from strom.runtime.network.tcp_channels import DataServer
 
         self.conn = conn
         self.slot_index = slot_index
         self.host = host
+        self.secret = secret  # the cluster secret, from the TaskManager over the (local, inherited) pipe
         self._send_lock = threading.Lock()
-        self.data_server = DataServer(host, data_port)
+        self.data_server = DataServer(host, data_port, secret=secret)
         self.data_port = self.data_server.start()
         self.tasks: dict[tuple[str, int], list[Any]] = {}
         self._writers: dict[tuple[str, int], AsyncSnapshotWriter] = {}
@@ -114,7 +123,7 @@ class SlotWorker:
             job_graph = create_job_graph(graph)
             remote = RemoteChannels(
                 expect=lambda key, ch: self.data_server.expect(ChannelId(*key), ch),
-                connect=lambda key, host, port: RemoteOutputChannel(ChannelId(*key), host, port),
+                connect=lambda key, host, port: RemoteOutputChannel(ChannelId(*key), host, port, secret=self.secret),
                 locations=msg.locations,
             )
             built = build_subtasks(
@@ -212,10 +221,10 @@ class SlotWorker:
 
 
 def worker_main(
-    conn: Any, slot_index: int, host: str, data_port: int, log_level: str = "WARNING", tm_id: str = ""
+    conn: Any, slot_index: int, host: str, data_port: int, secret: bytes, log_level: str = "WARNING", tm_id: str = ""
 ) -> None:
     """Entry point of the worker process (multiprocessing spawn target)."""
     logging.basicConfig(
         level=log_level, format=f"%(asctime)s slot-{slot_index} pid-{os.getpid()} %(levelname)s %(message)s"
     )
-    SlotWorker(conn, slot_index=slot_index, host=host, data_port=data_port, tm_id=tm_id).serve()
+    SlotWorker(conn, slot_index=slot_index, host=host, data_port=data_port, secret=secret, tm_id=tm_id).serve()

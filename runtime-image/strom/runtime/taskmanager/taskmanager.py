@@ -35,6 +35,8 @@ from strom.runtime.network.addresses import (
     metrics_bind,
     route_source_address,
 )
+from strom.runtime.network.cluster_secret import resolve_cluster_secret
+from strom.runtime.network.peer_auth import RPC, SecretMismatch, authenticate_to_server
 from strom.runtime.rpc import (
     AcknowledgeCheckpoint,
     CancelJob,
@@ -58,6 +60,7 @@ from strom.runtime.taskmanager.registration import (
     JobManagerAddress,
     RegistrationAttempts,
     RegistrationError,
+    authentication_failed,
 )
 from strom.runtime.taskmanager.slot_worker import worker_main
 
@@ -92,6 +95,8 @@ class TaskManager:
         self.host: str = host or config.get(opts.TASKMANAGER_HOST)
         self.bind: BindAddress | None = None  # what the data servers bind, once the host is known
         self.tm_id = tm_id or config.get(opts.TM_RESOURCE_ID) or f"tm-{uuid.uuid4().hex[:12]}"
+        # proved to the JobManager and by every data connection of the slots (ConfigError when unusable)
+        self.secret = resolve_cluster_secret(config)
         self.num_slots = config.get(opts.TASK_SLOTS)
         self.slots = [Slot(i) for i in range(self.num_slots)]
         self._jm: FramedSocket | None = None
@@ -149,7 +154,15 @@ class TaskManager:
         port = slot.data_port or (data_port + slot.index if data_port else 0)
         proc = self._mp.Process(
             target=worker_main,
-            args=(child, slot.index, self.bind.host if self.bind else self.host, port, self.log_level, self.tm_id),
+            args=(
+                child,
+                slot.index,
+                self.bind.host if self.bind else self.host,
+                port,
+                self.secret,
+                self.log_level,
+                self.tm_id,
+            ),
             daemon=True,
             name=f"strom-slot-{slot.index}",
         )
@@ -232,6 +245,14 @@ class TaskManager:
         # the JobManager answers after it probed our data port (a few seconds at most)
         sock.settimeout(30)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            authenticate_to_server(sock, self.secret, RPC)  # before the first frame, either way
+        except SecretMismatch:
+            sock.close()
+            raise authentication_failed(self.jobmanager) from None
+        except BaseException:
+            sock.close()
+            raise
         jm = FramedSocket(sock)
         try:
             jm.send(
