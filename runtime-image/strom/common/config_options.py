@@ -229,6 +229,26 @@ DATA_PORT = option(
 )
 PROM_PORT = option("metrics.reporter.prom.port", "int", 9249, "Prometheus exporter port.", minimum=0)
 
+# -- bookkeeping: how much of the past the JobManager keeps (Flink's keys and defaults) ----------------
+EXCEPTION_HISTORY_SIZE = option(
+    "web.exception-history-size", "int", 16, "Failures each job keeps for /jobs/:id/exceptions (newest).", minimum=1
+)
+JOBSTORE_EXPIRATION_TIME = option(
+    "jobstore.expiration-time", "int", 3600, "Seconds a finished job stays in the job store (as Flink: seconds).",
+    minimum=0,
+)
+# Flink's default is Integer.MAX_VALUE because its job store spills to disk; ours is in memory (each job
+# keeps its graph and payload), so the count is bounded too. 2147483647 gives Flink's behaviour.
+JOBSTORE_MAX_CAPACITY = option(
+    "jobstore.max-capacity", "int", 1000, "Finished jobs the job store keeps at most (oldest dropped first).", minimum=0
+)
+REST_ASYNC_STORE_DURATION = option(
+    "rest.async.store-duration",
+    "duration",
+    300_000,
+    "How long the result of a completed savepoint or savepoint-disposal operation can be read.",
+)
+
 # -- addresses (Flink's keys): where a process is reached, and what it binds ----------------------
 # "" means unset: the default is derived (see the descriptions), as Flink does.
 RPC_ADDRESS = option(

@@ -26,6 +26,7 @@ from strom.runtime.jobmanager.high_availability import CheckpointPointer, HaServ
 from strom.runtime.jobmanager.job_configuration import effective_job_configuration
 from strom.runtime.jobmanager.job_master import TERMINAL_JOB_STATES, JobMaster
 from strom.runtime.jobmanager.resource_manager import ResourceManager, TaskManagerRecord
+from strom.runtime.jobmanager.retention import FinishedJob, jobs_to_drop
 from strom.runtime.metrics.registry import MetricRegistry
 from strom.runtime.metrics.snapshots import merge_snapshots
 from strom.runtime.network.addresses import check_bindable, metrics_bind, reachability_problem, rpc_bind
@@ -287,6 +288,35 @@ class JobManager:
 
     def running_jobs(self) -> list[JobMaster]:
         return [j for j in self.jobs.values() if j.state not in TERMINAL_JOB_STATES]
+
+    # -- the job store: finished jobs are kept for a bounded time and number (Flink's jobstore.*) -----------
+    def job_finished(self, job_id: str) -> None:
+        """A job reached a globally terminal state (called by its JobMaster on the loop): drop what the
+        store no longer keeps now (capacity) and once this job's expiration time has passed. Deferred,
+        because the caller may be iterating the jobs."""
+        loop = asyncio.get_running_loop()
+        loop.call_soon(self.drop_finished_jobs)
+        loop.call_later(float(self.config.get(opts.JOBSTORE_EXPIRATION_TIME)) + 0.001, self.drop_finished_jobs)
+
+    def drop_finished_jobs(self, now: float | None = None) -> list[str]:
+        """Forget finished jobs past `jobstore.expiration-time` or beyond `jobstore.max-capacity`,
+        oldest first (their REST paths then answer 404, as Flink's); the ids dropped."""
+        finished = [
+            FinishedJob(j.job_id, j.end_time)
+            for j in self.jobs.values()
+            if j.state in TERMINAL_JOB_STATES and j.state != "SUSPENDED"
+        ]
+        dropped = jobs_to_drop(
+            finished,
+            now=time.time() if now is None else now,
+            expiration_s=float(self.config.get(opts.JOBSTORE_EXPIRATION_TIME)),
+            max_capacity=int(self.config.get(opts.JOBSTORE_MAX_CAPACITY)),
+        )
+        for job_id in dropped:
+            del self.jobs[job_id]
+            self.registry.unregister_job(job_id)
+            log.info("Job %s left the job store (jobstore.expiration-time / jobstore.max-capacity)", job_id)
+        return dropped
 
     # -- metrics (reported by TaskManagers every metrics.fetcher.update-interval) ---------------------------
     def subtask_metrics(self, job_id: str, task_name: str, parallelism: int) -> dict[int, dict[str, float]]:

@@ -44,6 +44,7 @@ from strom.runtime.jobmanager.checkpointing import JobCheckpointing, RpcTaskGate
 from strom.runtime.jobmanager.high_availability import CheckpointPointer
 from strom.runtime.jobmanager.resource_manager import SlotRef
 from strom.runtime.jobmanager.restart_strategies import restart_strategy_from
+from strom.runtime.jobmanager.retention import exceptions_to_keep
 from strom.runtime.jobmanager.savepoint_operations import SavepointOperations, SavepointRefused
 from strom.runtime.rpc import (
     AcknowledgeCheckpoint,
@@ -108,7 +109,8 @@ class JobMaster:
         self.state_times: dict[str, float] = {"CREATED": self.start_time}
         self._loop = asyncio.get_running_loop()
         self.done: asyncio.Future[str] = self._loop.create_future()
-        self.savepoints = SavepointOperations()
+        self.savepoints = SavepointOperations(self.jm.config.get(opts.REST_ASYNC_STORE_DURATION))
+        self._exception_history_size = int(self.graph.config.get(opts.EXCEPTION_HISTORY_SIZE))
         self.checkpointing: JobCheckpointing | None = None
         if self.recovered is not None:
             # the job restores its latest checkpoint, not the savepoint it was first submitted with
@@ -158,6 +160,8 @@ class JobMaster:
                     self._end_stop()
                 if not self.done.done():
                     self.done.set_result(state)
+                if state != "SUSPENDED":  # globally terminal: the job store keeps it for a bounded time
+                    self.jm.job_finished(self.job_id)
 
     def _reset_subtasks(self) -> None:
         self.subtasks = {(v.id, i): SubtaskStatus() for v in self.job_graph.vertices for i in range(v.parallelism)}
@@ -246,12 +250,18 @@ class JobMaster:
     def root_cause(self) -> FailureRecord | None:
         return self.failures[-1] if self.failures else None
 
+    def _record_failure(self, task: str, trace: str) -> None:
+        """Keep a failure for the exception history: the newest `web.exception-history-size` only,
+        so a job that fails over for days does not hold every traceback."""
+        self.failures.append(FailureRecord(int(time.time() * 1000), task, trace, self.attempt))
+        del self.failures[: exceptions_to_keep(len(self.failures), self._exception_history_size).start]
+
     # -- scheduling --------------------------------------------------------------------------------
     async def start(self) -> None:
         try:
             await self._schedule(self.initial_restore)
         except Exception as e:  # noqa: BLE001 - a job that cannot be scheduled fails with the reason
-            self.failures.append(FailureRecord(int(time.time() * 1000), "scheduler", repr(e), self.attempt))
+            self._record_failure("scheduler", repr(e))
             self._set_state("FAILED")
 
     async def _schedule(self, restore: RestoreCheckpoint | None = None) -> None:
@@ -362,7 +372,7 @@ class JobMaster:
 
     def fail_over(self, task: str, trace: str) -> None:
         log.error("Job %s attempt %d: %s failed:\n%s", self.job_id, self.attempt, task, trace)
-        self.failures.append(FailureRecord(int(time.time() * 1000), task, trace, self.attempt))
+        self._record_failure(task, trace)
         self._set_state("FAILING")
         if self.checkpointing is not None:
             self.checkpointing.detach(f"{task} failed")
@@ -388,7 +398,7 @@ class JobMaster:
                 log.info("Job %s attempt %d restores checkpoint %d", self.job_id, self.attempt, restore.checkpoint_id)
             await self._schedule(restore)
         except Exception as e:  # noqa: BLE001
-            self.failures.append(FailureRecord(int(time.time() * 1000), "scheduler", repr(e), self.attempt))
+            self._record_failure("scheduler", repr(e))
             self._set_state("FAILED")
 
     def _cancel_attempt(self, *, await_tasks: bool = False) -> None:
