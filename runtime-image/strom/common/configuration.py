@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from strom.common.config_options import OPTIONS, ConfigError, ConfigOption
+from strom.common.sensitive_keys import is_sensitive_key, masked
 
 
 def validate_key(key: str) -> ConfigOption | None:
@@ -90,11 +91,9 @@ class Configuration:
         return c
 
     def __repr__(self) -> str:
-        shown = {k: ("******" if _is_secret(k) else v) for k, v in self._values.items()}
+        shown = {k: masked(k, v) for k, v in self._values.items()}
         return f"Configuration({shown!r})"
 
 
-def _is_secret(key: str) -> bool:
-    """Keys whose values never go to logs or error messages (credentials)."""
-    k = key.lower()
-    return any(word in k for word in ("secret", "password", "access-key", "token"))
+# Kept for callers of the old private name; the rule lives in strom.common.sensitive_keys.
+_is_secret = is_sensitive_key

@@ -5,8 +5,11 @@ Both ends import this module, so the format is defined once. Layout:
     b"STROMJOB" | version: u16 big-endian | header length: u32 big-endian | header (JSON, UTF-8)
     | cloudpickle of the StreamGraph
 
-The JSON header (job name, Strom version) can be read without unpickling anything, so a
-receiver rejects a foreign or newer payload with a clear error before running user code.
+The JSON header (job name, Strom version, Python major.minor) can be read without unpickling
+anything, so a receiver rejects a foreign, newer or other-Python payload with a clear error
+(`check_header_compatible`) before running user code: cloudpickle's output is only readable by
+the same Python minor version, and a graph pickled by another Strom may reference classes that
+moved. Decoding still runs the submitter's code by design; only trusted submitters may reach it.
 User functions are pickled by value where cloudpickle can (the job file's `__main__` and any
 module registered with `cloudpickle.register_pickle_by_value`).
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import json
 import struct
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +33,7 @@ MAGIC = b"STROMJOB"
 FORMAT_VERSION = 1
 CONTENT_TYPE = "application/vnd.strom.job"
 _PREFIX = struct.Struct(">HI")  # format version, header length
+MAX_HEADER_BYTES = 65_536  # a name and a few versions; a larger header is not ours
 
 
 class JobPayloadError(ValueError):
@@ -40,12 +45,35 @@ class JobPayloadHeader:
     job_name: str
     strom_version: str
     format_version: int
+    python_version: str = ""  # "3.11"; "" in payloads written before the field existed
+
+
+def python_version() -> str:
+    """This interpreter's major.minor, as the payload header carries it."""
+    return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def check_header_compatible(header: JobPayloadHeader) -> None:
+    """Raise JobPayloadError unless this process can safely decode a payload with `header`:
+    the same format version (read_header checks it), Strom version and Python major.minor."""
+    if header.strom_version != __version__:
+        raise JobPayloadError(
+            f"the job payload was written by Strom {header.strom_version!r}, this JobManager runs Strom "
+            f"{__version__}: submit with the same Strom version as the cluster"
+        )
+    if header.python_version != python_version():
+        written = header.python_version or "an unknown version"
+        raise JobPayloadError(
+            f"the job payload was written by Python {written}, this JobManager runs Python {python_version()}: "
+            "submit from the same Python major.minor as the cluster (pickled functions do not cross versions)"
+        )
 
 
 def encode_job(stream_graph: StreamGraph, *, job_name: str | None = None) -> bytes:
     """The payload of `stream_graph`; `job_name` (default: the graph's) is what the JobManager shows."""
     name = job_name if job_name is not None else stream_graph.job_name
-    header = json.dumps({"job_name": name, "strom_version": __version__}).encode("utf-8")
+    meta = {"job_name": name, "strom_version": __version__, "python_version": python_version()}
+    header = json.dumps(meta).encode("utf-8")
     body = cloudpickle.dumps(stream_graph, protocol=5)
     return MAGIC + _PREFIX.pack(FORMAT_VERSION, len(header)) + header + body
 
@@ -62,13 +90,17 @@ def read_header(payload: bytes) -> tuple[JobPayloadHeader, int]:
         raise JobPayloadError(
             f"job payload format version {version} is not supported (this Strom reads version {FORMAT_VERSION})"
         )
+    if header_len > MAX_HEADER_BYTES:
+        raise JobPayloadError(f"malformed Strom job payload header: {header_len} bytes (at most {MAX_HEADER_BYTES})")
     body_start = start + _PREFIX.size + header_len
     if len(payload) < body_start:
         raise JobPayloadError("truncated Strom job payload: the header is incomplete")
     try:
         meta: Any = json.loads(payload[start + _PREFIX.size : body_start].decode("utf-8"))
-        header = JobPayloadHeader(str(meta["job_name"]), str(meta["strom_version"]), version)
-    except (ValueError, KeyError, TypeError) as e:
+        header = JobPayloadHeader(
+            str(meta["job_name"]), str(meta["strom_version"]), version, str(meta.get("python_version", ""))
+        )
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
         raise JobPayloadError(f"malformed Strom job payload header: {e}") from None
     return header, body_start
 
@@ -79,6 +111,7 @@ def decode_job(payload: bytes) -> StreamGraph:
     from strom.graph.stream_graph import StreamGraph
 
     header, body_start = read_header(payload)
+    check_header_compatible(header)
     try:
         graph = cloudpickle.loads(payload[body_start:])
     except Exception as e:  # noqa: BLE001 - any unpickling failure means a bad payload

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from strom.common import config_options as opts
 from strom.common.config_options import ConfigError
@@ -60,6 +62,53 @@ def savepoint_target_uri(requested: str | None, *configs: Any) -> str:
 
 
 STOP_SUSPEND, STOP_DRAIN = "suspend", "drain"
+_S3_SCHEMES = ("s3", "s3a", "s3p")
+VALID_TARGET_EXAMPLE = "an absolute URI such as file:///savepoints or s3://bucket/savepoints, without '..' segments"
+
+
+def savepoint_target_problem(value: str) -> str | None:
+    """Why `value` cannot be a requested savepoint target directory, or None when it can.
+
+    A request names where the JobManager writes, so it must be unambiguous: `file:///abs/path` (or a
+    plain absolute path), `s3://bucket/prefix`. A relative path would resolve against the JobManager's
+    working directory, and '..' (also percent-encoded) could climb out of the prefix the operator
+    meant; both are refused. Pure: no I/O, nothing resolved.
+    """
+    text = value.strip()
+    if not text or any(ord(c) < 0x20 or c == "\x7f" for c in text):
+        return "it is empty or holds control characters"
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        if text.lower().startswith("file:"):
+            text = text[len("file:") :]  # Hadoop's form file:/abs/path
+            if not text.startswith("/"):
+                return "a file URI has an absolute path (file:///path)"
+        if not text.startswith("/"):
+            return "a relative path would resolve against the JobManager's working directory"
+        path = text
+    elif scheme.lower() == "file":
+        host, slash, path = rest.partition("/")
+        if host not in ("", "localhost") or not slash:
+            return "a file URI has no host and an absolute path (file:///path)"
+        path = "/" + path
+    elif scheme.lower() in _S3_SCHEMES:
+        bucket, _, path = rest.partition("/")
+        if not bucket:
+            return "an S3 URI names its bucket (s3://bucket/prefix)"
+    else:
+        return f"the scheme {scheme!r} is not a savepoint storage (file or s3)"
+    if any(segment in ("..", ".") for segment in _segments(path)):
+        return "it holds a '.' or '..' segment (also when percent-encoded)"
+    return None
+
+
+def _segments(path: str) -> list[str]:
+    decoded = path
+    for _ in range(3):  # '%252e' decodes to '%2e', then to '.': decode until stable, a few rounds at most
+        decoded, previous = unquote(decoded), decoded
+        if decoded == previous:
+            break
+    return [*path.split("/"), *decoded.replace("\\", "/").split("/")]
 
 
 def new_savepoint_target(
@@ -121,18 +170,38 @@ def check_savepoint_restore(
 def dispose_savepoint(path: str, config: Any) -> str:
     """Delete the savepoint at `path` (its directory, or its `_metadata` file's URI) and return its URI.
 
-    Only a savepoint is deleted: a directory whose `_metadata` is missing, unreadable or that of a
-    checkpoint raises (`CheckpointStorageError` / `ValueError`) and nothing is touched. The
-    `_metadata` goes first, so an interrupted disposal never leaves something that looks restorable.
+    As Flink's disposal does, only what the savepoint owns is deleted: the state files its `_metadata`
+    lists (all inside its directory, which `read_metadata` checks for a savepoint), then the `_metadata`
+    itself, then the directory if nothing else is left in it. A file someone else put there survives.
+    A directory whose `_metadata` is missing, unreadable or that of a checkpoint raises
+    (`CheckpointStorageError` / `ValueError`) and nothing is touched.
     """
     uri = path.rstrip("/")
     if uri.endswith("/" + METADATA_FILE):
         uri = uri[: -len(METADATA_FILE) - 1]
-    metadata = read_metadata(uri, config=config)
+    storage = checkpoint_storage_for(uri, config)
+    metadata = read_metadata(storage, config=config)
     if not metadata.is_savepoint:
         raise ValueError(f"{uri} is a checkpoint, not a savepoint: refusing to dispose of it")
-    parent, _, name = uri.rpartition("/")
-    storage = checkpoint_storage_for(parent, config)
-    storage.delete(f"{name}/{METADATA_FILE}")
-    storage.delete_prefix(name)
+    for relative in savepoint_owned_files(metadata):
+        storage.delete(relative)
+    # the _metadata last: until then an interrupted disposal can be repeated
+    storage.delete(METADATA_FILE)
+    _remove_directory_if_empty(storage)
     return uri
+
+
+def savepoint_owned_files(metadata: CheckpointMetadata) -> list[str]:
+    """The files a savepoint's `_metadata` lists, relative to its directory; a path that would leave
+    the directory is never among them (savepoint metadata refuses those when read, this holds anyway)."""
+    return [f for f in metadata.files() if f and not f.startswith("/") and ".." not in f.split("/")]
+
+
+def _remove_directory_if_empty(storage: CheckpointStorage) -> None:
+    """An object store has no directories; a local one is removed only when empty (rmdir refuses otherwise)."""
+    root = getattr(storage, "root_dir", None)
+    if isinstance(root, Path):
+        try:
+            root.rmdir()
+        except OSError:
+            pass  # not empty (someone else's files) or already gone: leave it

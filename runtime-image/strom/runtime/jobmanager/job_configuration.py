@@ -20,10 +20,10 @@ from collections.abc import Mapping
 
 from strom.common import config_options as opts
 from strom.common.configuration import Configuration
+from strom.common.sensitive_keys import is_sensitive_key, masked_mapping
 
 # Keys of one submission, never taken from the cluster.
 NOT_INHERITED = frozenset({opts.SAVEPOINT_PATH.key, opts.SAVEPOINT_IGNORE_UNCLAIMED_STATE.key})
-MASK = "******"
 
 
 def effective_job_configuration(cluster: Configuration, job: Configuration | None) -> Configuration:
@@ -34,12 +34,10 @@ def effective_job_configuration(cluster: Configuration, job: Configuration | Non
     return effective
 
 
-def is_secret_key(key: str) -> bool:
-    """Keys whose values are never shown (credentials)."""
-    k = key.lower()
-    return any(word in k for word in ("secret", "password", "access-key", "token"))
+# The one rule for secrets (Flink's GlobalConfiguration.isSensitive); the old name stays importable.
+is_secret_key = is_sensitive_key
 
 
 def shown_configuration(config: Configuration) -> Mapping[str, str]:
     """`config` as text for REST, secrets masked."""
-    return {k: MASK if is_secret_key(k) else str(v) for k, v in sorted(config.to_dict().items())}
+    return masked_mapping(config.to_dict())

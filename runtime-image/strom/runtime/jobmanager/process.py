@@ -35,7 +35,8 @@ async def start_rest(jm: JobManager) -> Any:
     check_bindable(bind)
     port = jm.config.get(opts.REST_PORT)
     try:
-        runner, port = await start_rest_server(DispatcherView(jm), bind.host, port)
+        submit = bool(jm.config.get(opts.WEB_SUBMIT_ENABLE))
+        runner, port = await start_rest_server(DispatcherView(jm), bind.host, port, submit_enabled=submit)
     except OSError as e:
         why = os.strerror(e.errno) if e.errno else str(e)
         raise OSError(
@@ -95,6 +96,14 @@ class JobManagerThread:
         self._thread.join(10)
 
 
+def with_application_mode_defaults(config: Any) -> Any:
+    """`config` for a JobManager that runs one job (`--job`): REST submission off unless the user set
+    `web.submit.enable` (Flink's default in application mode: an extra job there is never wanted)."""
+    if config.contains_key(opts.WEB_SUBMIT_ENABLE.key):
+        return config
+    return config.copy().set(opts.WEB_SUBMIT_ENABLE.key, False)
+
+
 def run_jobmanager(
     config: Any,
     *,
@@ -103,6 +112,8 @@ def run_jobmanager(
     run_job: Callable[..., int] | None = None,
 ) -> int:
     """Run the JobManager until terminated (session mode) or until the job ends (application mode)."""
+    if job is not None:
+        config = with_application_mode_defaults(config)
     jmt = JobManagerThread(config)
     jm = jmt.start()
     print(

@@ -339,6 +339,12 @@ class BadRequestError(RestHandlerError):
     status = 400
 
 
+class ForbiddenError(RestHandlerError):
+    """A request the cluster is configured to refuse (e.g. job submission with web.submit.enable: false)."""
+
+    status = 403
+
+
 class ConflictError(RestHandlerError):
     """E.g. cancelling a job that already reached a terminal state (Flink answers 409)."""
 

@@ -2,9 +2,19 @@
 
 Handlers are thin: validate path and query, ask the view, serialize with `rest_messages`.
 Errors answer as Flink does, `{"errors": [...]}`: 404 for unknown jobs, vertices, TaskManagers
-and paths, 400 for malformed ids, parameters and bodies, 405 for a wrong method, 409 when the
-view refuses (e.g. cancelling a finished job), 500 with the message for anything unexpected.
+and paths, 400 for malformed ids, parameters and bodies, 403 for a submission the cluster refuses,
+405 for a wrong method, 409 when the view refuses (e.g. cancelling a finished job), 413 for a body
+past its limit. Refused requests are logged at WARNING without traceback, rate-limited
+(`rest_requests.MalformedRequestLog`); 500 is left for bugs, and no input may reach it (CI fuzzes
+the OpenAPI description served at `/v1/openapi.json`, tests/engine/test_rest_fuzz.py).
 `start_rest_server(view, host, port)` binds it (port 0 = any free port) and returns the port.
+
+Trust: an accepted `POST /jobs` runs the submitter's code in the JobManager by design (the payload
+is a pickled job graph, as Flink runs an uploaded jar's main), so the REST endpoint must be reachable
+only by trusted clients (network policy; mutual TLS is a follow-up). What this module guarantees
+is that nothing is unpickled before the payload's header (format, Strom and Python versions) is
+checked, and that `web.submit.enable: false` (application mode's default) refuses submission before
+the body is even read.
 """
 
 from __future__ import annotations
@@ -21,11 +31,13 @@ from typing import Any
 from aiohttp import web
 
 from strom.common.configuration import Configuration
-from strom.common.job_payload import JobPayloadError, read_header
+from strom.common.job_payload import JobPayloadError, check_header_compatible, read_header
 from strom.runtime.checkpoint import savepoints
 from strom.runtime.jobmanager import rest_messages as msg
+from strom.runtime.jobmanager.openapi import openapi_document
 from strom.runtime.jobmanager.read_model import (
     BadRequestError,
+    ForbiddenError,
     JobId,
     JobManagerView,
     NotFoundError,
@@ -35,12 +47,17 @@ from strom.runtime.jobmanager.read_model import (
     VertexId,
     is_flink_id,
 )
+from strom.runtime.jobmanager.rest_requests import MalformedRequestLog, read_body, read_json_object
 
 log = logging.getLogger(__name__)
 
 VIEW_KEY: web.AppKey[JobManagerView] = web.AppKey("view")
 CLOCK_KEY: web.AppKey[Callable[[], int]] = web.AppKey("clock")
 DISPOSALS_KEY: web.AppKey[dict[str, SavepointStatus]] = web.AppKey("savepoint disposals")
+SUBMIT_ENABLED_KEY: web.AppKey[bool] = web.AppKey("web.submit.enable")
+REFUSED_LOG_KEY: web.AppKey[MalformedRequestLog] = web.AppKey("refused request log")
+MAX_CONTENT_LENGTH_KEY: web.AppKey[int] = web.AppKey("max content length")
+SUBMIT_DISABLED = "job submission is disabled (web.submit.enable: false)"
 # Flink's rest.server.max-content-length default: a job payload carries the user's functions.
 DEFAULT_MAX_CONTENT_LENGTH = 104_857_600
 
@@ -53,25 +70,33 @@ def _errors(status: int, message: str) -> web.Response:
 
 @web.middleware
 async def _flink_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Every failure becomes Flink's error body with the status Flink would answer."""
+    """Every failure becomes Flink's error body with the status Flink would answer; refused requests
+    are logged once at WARNING (rate-limited, no traceback), unexpected failures with their traceback."""
     try:
         return await handler(request)
     except RestHandlerError as e:
-        return _errors(e.status, str(e))
+        return _refused(request, e.status, str(e))
     except msg.QueryError as e:
-        return _errors(400, f"Bad request: {e}")
+        return _refused(request, 400, f"Bad request: {e}")
     except web.HTTPNotFound:
-        return _errors(404, f"Not found: {request.path}")
+        return _refused(request, 404, f"Not found: {request.path}")
     except web.HTTPMethodNotAllowed as e:
         allowed = ", ".join(sorted(e.allowed_methods))
-        return _errors(405, f"Method {request.method} is not allowed on {request.path}; allowed: {allowed}")
+        return _refused(request, 405, f"Method {request.method} is not allowed on {request.path}; allowed: {allowed}")
     except web.HTTPRequestEntityTooLarge as e:
-        return _errors(413, f"Request body too large: {e.text}")
+        return _refused(request, 413, f"Request body too large: {e.text}")
     except web.HTTPException as e:
-        return _errors(e.status, e.reason)
+        if e.status >= 500:
+            return _errors(e.status, e.reason)
+        return _refused(request, e.status, e.reason)
     except Exception as e:  # noqa: BLE001 - the client gets the message, the log the traceback
         log.exception("REST handler for %s %s failed", request.method, request.path)
         return _errors(500, f"Internal server error: {type(e).__name__}: {e}")
+
+
+def _refused(request: web.Request, status: int, message: str) -> web.Response:
+    request.app[REFUSED_LOG_KEY].refused(request.method, request.path, status, message)
+    return _errors(status, message)
 
 
 # -- request helpers -------------------------------------------------------------------------------
@@ -158,11 +183,16 @@ async def cancel_job(request: web.Request) -> web.Response:
 
 
 async def submit_job(request: web.Request) -> web.Response:
-    payload = await request.read()
+    """POST /jobs: refused (403) before reading the body when submission is off; otherwise the payload's
+    header is checked (format, Strom and Python versions) before the view unpickles anything."""
+    if not request.app[SUBMIT_ENABLED_KEY]:
+        raise ForbiddenError(SUBMIT_DISABLED)
+    payload = await read_body(request, request.app[MAX_CONTENT_LENGTH_KEY])
     if not payload:
         raise BadRequestError("Bad request: POST /jobs expects a job payload as the body (see `strom submit`)")
     try:
-        read_header(payload)  # reject foreign bytes here, before the view unpickles anything
+        header, _ = read_header(payload)
+        check_header_compatible(header)
     except JobPayloadError as e:
         raise BadRequestError(f"Bad request: {e}") from None
     jid = await _view(request).submit(payload, request.content_type)
@@ -190,15 +220,7 @@ async def job_checkpoints(request: web.Request) -> web.Response:
 
 
 async def _json_body(request: web.Request) -> dict[str, Any]:
-    if not request.can_read_body:
-        return {}
-    try:
-        body = await request.json()
-    except ValueError:
-        raise BadRequestError(f"Bad request: the body of {request.method} {request.path} is not JSON") from None
-    if not isinstance(body, dict):
-        raise BadRequestError(f"Bad request: the body of {request.method} {request.path} must be a JSON object")
-    return body
+    return await read_json_object(request)
 
 
 def _optional(body: dict[str, Any], key: str, kind: type) -> Any:
@@ -219,9 +241,22 @@ def _trigger_id(body: dict[str, Any]) -> str | None:
     return value
 
 
+def _savepoint_target(body: dict[str, Any], key: str) -> str | None:
+    """The requested savepoint directory, refused (400 naming `key`) unless it is an absolute URI."""
+    target = _optional(body, key, str)
+    if not target:
+        return None
+    problem = savepoints.savepoint_target_problem(target)
+    if problem is not None:
+        raise BadRequestError(
+            f"Bad request: invalid {key!r} {target[:200]!r}: {problem}; expected {savepoints.VALID_TARGET_EXAMPLE}"
+        )
+    return target
+
+
 async def trigger_savepoint(request: web.Request) -> web.Response:
     jid, body = _job_id(request), await _json_body(request)
-    target = _optional(body, "target-directory", str)
+    target = _savepoint_target(body, "target-directory")
     then = "CANCELED" if _optional(body, "cancel-job", bool) else None
     trigger_id = _view(request).trigger_savepoint(jid, target, then=then, trigger_id=_trigger_id(body))
     return _json(msg.savepoint_trigger_json(trigger_id), status=202)
@@ -229,7 +264,7 @@ async def trigger_savepoint(request: web.Request) -> web.Response:
 
 async def stop_with_savepoint(request: web.Request) -> web.Response:
     jid, body = _job_id(request), await _json_body(request)
-    target = _optional(body, "targetDirectory", str)
+    target = _savepoint_target(body, "targetDirectory")
     drain = bool(_optional(body, "drain", bool))
     trigger_id = _view(request).trigger_savepoint(
         jid, target, then="FINISHED", drain=drain, trigger_id=_trigger_id(body)
@@ -246,7 +281,7 @@ async def dispose_savepoint(request: web.Request) -> web.Response:
     """POST /savepoint-disposal {"savepoint-path": ...}: delete a savepoint in the background (with
     the JobManager's storage credentials); poll GET /savepoint-disposal/:triggerid."""
     body = await _json_body(request)
-    path = _optional(body, "savepoint-path", str)
+    path = _savepoint_target(body, "savepoint-path")
     if not path:
         raise BadRequestError("Bad request: 'savepoint-path' (the savepoint's directory) is required")
     operations: dict[str, SavepointStatus] = request.app[DISPOSALS_KEY]
@@ -287,8 +322,8 @@ async def subtask_metrics(request: web.Request) -> web.Response:
     view, jid, vid = _view(request), _job_id(request), _vertex_id(request)
     get = msg.parse_csv(request.query.get("get"))
     aggs = msg.parse_aggregations(request.query.get("agg"))
-    subtasks = msg.parse_subtask_selection(request.query.get("subtasks"))
-    view.vertex(jid, vid)  # 404 for an unknown vertex even when the view keeps no metrics for it
+    vertex = view.vertex(jid, vid)  # 404 for an unknown vertex even when the view keeps no metrics for it
+    subtasks = msg.parse_subtask_selection(request.query.get("subtasks"), vertex.parallelism)
     return _json(msg.aggregate_subtask_metrics(view.subtask_metrics(jid, vid), get, aggs, subtasks))
 
 
@@ -315,18 +350,30 @@ def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+async def openapi(request: web.Request) -> web.Response:
+    """GET /v1/openapi.json: the OpenAPI description of the paths this endpoint serves."""
+    return _json(openapi_document(request.app[VIEW_KEY].overview().flink_version))
+
+
 def create_rest_app(
     view: JobManagerView,
     *,
     clock: Callable[[], int] | None = None,
     max_content_length: int = DEFAULT_MAX_CONTENT_LENGTH,
+    submit_enabled: bool = True,
+    refused_log: MalformedRequestLog | None = None,
 ) -> web.Application:
-    """The REST application; `clock` (epoch ms) is injectable so tests control "now"."""
+    """The REST application; `clock` (epoch ms) is injectable so tests control "now";
+    `submit_enabled` is `web.submit.enable` (POST /jobs answers 403 when False)."""
     app = web.Application(middlewares=[_flink_errors], client_max_size=max_content_length)
     app[VIEW_KEY] = view
     app[DISPOSALS_KEY] = {}
     app[CLOCK_KEY] = clock or _wall_clock_ms
+    app[SUBMIT_ENABLED_KEY] = submit_enabled
+    app[MAX_CONTENT_LENGTH_KEY] = max_content_length
+    app[REFUSED_LOG_KEY] = refused_log or MalformedRequestLog(log)
     r = app.router
+    r.add_get("/v1/openapi.json", openapi)
     r.add_get("/overview", overview)
     r.add_get("/config", dashboard_config)
     r.add_get("/jobmanager/config", jobmanager_config)
@@ -356,11 +403,16 @@ def create_rest_app(
 
 
 async def start_rest_server(
-    view: JobManagerView, host: str, port: int, *, clock: Callable[[], int] | None = None
+    view: JobManagerView,
+    host: str,
+    port: int,
+    *,
+    clock: Callable[[], int] | None = None,
+    submit_enabled: bool = True,
 ) -> tuple[web.AppRunner, int]:
     """Serve the REST API on host:port (0 = any free port); returns the runner (call
     `await runner.cleanup()` to stop) and the bound port."""
-    runner = web.AppRunner(create_rest_app(view, clock=clock), access_log=None)
+    runner = web.AppRunner(create_rest_app(view, clock=clock, submit_enabled=submit_enabled), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:

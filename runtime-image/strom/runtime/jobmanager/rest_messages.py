@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from strom.common.sensitive_keys import masked_mapping
 from strom.runtime.jobmanager.read_model import (
     CheckpointEntry,
     ClusterOverview,
@@ -94,8 +95,9 @@ def job_config_json(c: JobConfig) -> Json:
 
 
 def key_value_json(config: Mapping[str, str]) -> list[Json]:
-    """/jobmanager/config: the configuration as Flink lists it."""
-    return [{"key": k, "value": str(v)} for k, v in sorted(config.items())]
+    """/jobmanager/config and /jobs/:jobid/jobmanager/config: the configuration as Flink lists it,
+    sensitive values masked (Flink's GlobalConfiguration.isSensitive)."""
+    return [{"key": k, "value": v} for k, v in masked_mapping(config).items()]
 
 
 def taskmanager_json(tm: TaskManagerInfo) -> Json:
@@ -391,8 +393,9 @@ def parse_aggregations(value: str | None) -> list[str]:
     return aggs
 
 
-def parse_subtask_selection(value: str | None) -> set[int] | None:
-    """Flink's `subtasks=0,2-4`; absent -> every subtask."""
+def parse_subtask_selection(value: str | None, parallelism: int) -> set[int] | None:
+    """Flink's `subtasks=0,2-4`; absent -> every subtask. Indexes are clipped to the vertex's
+    `parallelism` before anything is built, so `0-20000000` costs what the vertex has, not 20 M ints."""
     selected: set[int] = set()
     for item in parse_csv(value) or ():
         low, sep, high = item.partition("-")
@@ -403,7 +406,7 @@ def parse_subtask_selection(value: str | None) -> set[int] | None:
             raise QueryError(f"invalid subtask {item!r} in subtasks: {expected}") from None
         if first < 0 or last < first:
             raise QueryError(f"invalid subtask range {item!r} in subtasks")
-        selected.update(range(first, last + 1))
+        selected.update(range(min(first, parallelism), min(last, parallelism - 1) + 1))
     return selected if value is not None else None
 
 

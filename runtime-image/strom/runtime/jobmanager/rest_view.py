@@ -78,6 +78,8 @@ class DispatcherView:
         )
 
     def config(self) -> Mapping[str, str]:
+        """The cluster's configuration in clear (the REST layer masks secrets before answering;
+        savepoint disposal needs the storage credentials)."""
         return {k: str(v) for k, v in self.jm.config.to_dict().items()}
 
     def jobs(self) -> list[JobSummary]:
