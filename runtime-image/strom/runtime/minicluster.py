@@ -99,11 +99,11 @@ class MiniCluster:
         # Its own random secret, in memory: the JobManager reads it from the configuration, the
         # TaskManagers from their environment (not their command line, which `ps` shows); no file in
         # the home directory. A secret in the environment already is what every process would read.
-        self._child_env: dict[str, str] = {}
+        self.child_env: dict[str, str] = {}  # added to the TaskManagers' environment
         if not os.environ.get(cluster_secret.ENV_VAR):
             secret = cluster_secret.generate_secret()
             conf.set(opts.CLUSTER_SECRET.key, secret)
-            self._child_env[cluster_secret.ENV_VAR] = secret
+            self.child_env[cluster_secret.ENV_VAR] = secret
         self.config = conf
         self.fixed_taskmanagers = taskmanagers
         self.log_level = log_level
@@ -136,7 +136,7 @@ class MiniCluster:
             "--log-level",
             self.log_level,
         ]
-        env = dict(os.environ, **self._child_env)
+        env = dict(os.environ, **self.child_env)
         here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join([here, *sys.path])
         proc = subprocess.Popen(cmd, env=env)
