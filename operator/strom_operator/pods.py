@@ -3,7 +3,8 @@
 jobmanager.py and taskmanager.py give the container's command, ports, probes and own environment
 variables; this module wraps it into a pod with the ConfigMap mounted at /opt/strom/conf, S3
 credentials as environment variables from the Secret (secretKeyRef: the values never pass through
-the operator), Prometheus' scrape annotations, and the user's podTemplates merged in
+the operator), the cluster secret the same way (from the FlinkJob's own Secret, cluster_secret.py),
+Prometheus' scrape annotations, and the user's podTemplates merged in
 (spec.podTemplate, then the component's; Kubernetes' strategic merge, so the user's env entries join
 ours by name).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from strom_operator.cluster_secret import cluster_secret_env
 from strom_operator.configmap import config_hash, engine_configuration
 from strom_operator.labels import (
     CONF_DIR,
@@ -65,7 +67,8 @@ def build_pod_template(ref: FlinkJobRef, spec: FlinkJobSpec, *, component: str,
         "resources": container_resources(resources),
         "volumeMounts": [{"name": CONFIG_VOLUME, "mountPath": CONF_DIR, "readOnly": True}],
         **container,
-        "env": own_env + container_env(spec),
+        # the cluster secret only here: Spark's batch pods (container_env's other users) speak no Strom RPC
+        "env": own_env + container_env(spec) + [cluster_secret_env(ref)],
     }
     pod_spec: dict[str, Any] = {
         "containers": [main],

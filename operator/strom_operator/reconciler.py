@@ -38,6 +38,7 @@ from strom_operator.autoscaler.settings import AutoscalerSettings
 from strom_operator.autoscaling import evaluate_autoscaler
 from strom_operator.batch.batch_reconciler import BatchReconciler, is_batch
 from strom_operator.builders import build_job_objects, scaling_of
+from strom_operator.cluster_secret import ensure_cluster_secret
 from strom_operator.deletion import next_deletion_step
 from strom_operator.derived_status import DERIVED_CONDITIONS, with_derived_fields
 from strom_operator.ha_data import (
@@ -320,6 +321,8 @@ class Reconciler:
             newer = await self._clear_ha_data(ref, body, step.spec, step.restore_from, before)
             if newer is not None:
                 step = _restoring(step, newer)
+            # created once, before the pods that read it; never applied (that would change its value)
+            await ensure_cluster_secret(self.kube, ref)
             for obj in build_job_objects(ref, step.spec, restore_from=step.restore_from,
                                          allow_non_restored_state=step.allow_non_restored_state,
                                          vertex_parallelism=step.vertex_parallelism):

@@ -190,7 +190,7 @@ def test_user_pod_templates_merge_into_the_pods_and_cannot_break_the_selector():
     assert pod["spec"]["nodeSelector"] == {"pool": "streams"}
     main, sidecar = pod["spec"]["containers"]
     assert main["name"] == "taskmanager" and main["imagePullPolicy"] == "Always"
-    assert [e["name"] for e in main["env"]] == ["POD_IP", "STROM_CONF_DIR", "LOG_LEVEL"]
+    assert [e["name"] for e in main["env"]] == ["POD_IP", "STROM_CONF_DIR", "STROM_CLUSTER_SECRET", "LOG_LEVEL"]
     assert main["args"][-1] == "taskmanager.host=$(POD_IP)"
     assert sidecar["name"] == "sidecar"
     jm = build_jobmanager_deployment(REF, spec)["spec"]["template"]["spec"]["containers"]

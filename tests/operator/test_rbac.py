@@ -41,6 +41,7 @@ NAMESPACED: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("rbac.authorization.k8s.io", "rolebindings", ("create", "patch"), "kube.apply of batch/driver.py's RoleBinding"),
     ("", "events", ("create",), "kopf.event via handlers._post_event, and kopf's own warnings"),
     ("", "events", ("patch",), "event_recorder.py: a repeated Event's count and lastTimestamp"),
+    ("", "secrets", ("create",), "cluster_secret.ensure_cluster_secret (reconciler DeployJob): create, 409 = there"),
 )
 SECRETS = ("", "secrets", ("get",), "reconciler._s3_access / secret_cache.py: spec.s3.credentialsSecret")
 # Cluster-wide, kopf watches CRDs (kopf's resource_observer); namespaces it never lists when it watches
@@ -92,10 +93,11 @@ def test_namespaced_mode_grants_the_table_in_each_watched_namespace_and_nothing_
         assert _bound_to_the_operator(docs, role)
 
 
-def test_cluster_wide_mode_grants_the_table_and_no_secret():
+def test_cluster_wide_mode_grants_the_table_and_no_secret_to_read():
     docs = render({"rbac": {"clusterWide": True}})
     [role] = _roles(docs, "ClusterRole")
     assert _grants(role) == _table(*NAMESPACED, *CLUSTER_ONLY)
+    assert _grants(role)[("", "secrets")] == {"create"}  # its FlinkJobs' cluster secrets: no Secret is readable
     assert ("", "namespaces") not in _grants(role)
     assert _roles(docs, "Role") == [] and _bound_to_the_operator(docs, role)
 
@@ -104,14 +106,14 @@ def test_cluster_wide_secrets_by_name_in_every_namespace():
     docs = render({"rbac": {"clusterWide": True, "secrets": {"names": ["s3-credentials"]}}})
     [role] = _roles(docs, "ClusterRole")
     assert _grants(role) == _table(*NAMESPACED, *CLUSTER_ONLY, SECRETS)
-    [rule] = [r for r in role["rules"] if r["resources"] == ["secrets"]]
+    [rule] = [r for r in role["rules"] if r["resources"] == ["secrets"] and "get" in r["verbs"]]
     assert rule["resourceNames"] == ["s3-credentials"]
 
 
 def test_cluster_wide_secrets_in_chosen_namespaces_only():
     docs = render({"rbac": {"clusterWide": True, "secrets": {"namespaces": ["jobs"], "allNamespaces": True}}})
     [cluster_role] = _roles(docs, "ClusterRole")
-    assert ("", "secrets") not in _grants(cluster_role)
+    assert _grants(cluster_role)[("", "secrets")] == {"create"}
     [role] = _roles(docs, "Role")
     assert role["metadata"]["namespace"] == "jobs" and _grants(role) == _table(SECRETS)
     assert _bound_to_the_operator(docs, role)
@@ -120,13 +122,13 @@ def test_cluster_wide_secrets_in_chosen_namespaces_only():
 def test_every_secret_of_the_cluster_only_when_asked_for():
     docs = render({"rbac": {"clusterWide": True, "secrets": {"allNamespaces": True}}})
     [role] = _roles(docs, "ClusterRole")
-    [rule] = [r for r in role["rules"] if r["resources"] == ["secrets"]]
+    [rule] = [r for r in role["rules"] if r["resources"] == ["secrets"] and "get" in r["verbs"]]
     assert rule["verbs"] == ["get"] and "resourceNames" not in rule
 
 
 def test_named_secrets_in_namespaced_mode():
     [role] = _roles(render({"rbac": {"secrets": {"names": ["s3"]}}}), "Role")
-    [rule] = [r for r in role["rules"] if r["resources"] == ["secrets"]]
+    [rule] = [r for r in role["rules"] if r["resources"] == ["secrets"] and "get" in r["verbs"]]
     assert rule == {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["s3"]}
 
 

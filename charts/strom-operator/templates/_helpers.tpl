@@ -37,8 +37,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 {{/* The rules of the operator's Role or ClusterRole: exactly what it calls, nothing more
-  (tests/operator/test_rbac.py holds the same table with the code path of each grant). Secrets are
-  not here: see "strom-operator.secretRule". */}}
+  (tests/operator/test_rbac.py holds the same table with the code path of each grant). Reading
+  Secrets is not here: see "strom-operator.secretRule". */}}
 {{- define "strom-operator.rules" -}}
 # kopf watches FlinkJobs and patches their finalizer and its annotations; the reconciler reads one.
 - apiGroups: ["strom.io"]
@@ -75,6 +75,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
+# Each FlinkJob's cluster secret (cluster_secret.py): created once, never read, changed or listed;
+# creating a Secret reveals no other.
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["create"]
 {{- end -}}
 
 {{/* Reading the Secrets FlinkJobs name in spec.s3.credentialsSecret (get only), limited to
