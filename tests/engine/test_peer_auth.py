@@ -406,6 +406,14 @@ def test_the_mini_cluster_uses_a_secret_of_its_own_not_the_home_directory(tmp_pa
     assert not (tmp_path / ".strom").exists()
 
 
+def test_the_cluster_secret_is_not_part_of_a_jobs_configuration():
+    from strom.runtime.jobmanager.job_configuration import effective_job_configuration
+
+    cluster = Configuration({"security.cluster-secret": SECRET.decode(), "security.cluster-secret-file": "/etc/s",
+                             "pipeline.name": "kept"})
+    assert effective_job_configuration(cluster, None).to_dict() == {"pipeline.name": "kept"}
+
+
 # -- running processes -----------------------------------------------------------------------------------
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch) -> Iterator[Path]:

@@ -8,7 +8,8 @@ backend gives them to every job that does not set its own, and a job's value alw
 Two keys are never inherited: where to restore from (`execution.savepoint.path` and its
 `ignore-unclaimed-state`) belongs to one submission. A cluster started with `--from-savepoint` (application
 mode) already hands it to its job through the job's own configuration; a session cluster must not
-restore every later job from that savepoint.
+restore every later job from that savepoint. Nor is the cluster secret (`security.cluster-secret`, its
+file): it is the processes' own, not the job's.
 
 Parallelism is not layered here: a graph's parallelism is fixed when the client builds it (`-p`,
 `parallelism.default` of the client), as with Flink's CLI, which resolves it before submission.
@@ -22,8 +23,14 @@ from strom.common import config_options as opts
 from strom.common.configuration import Configuration
 from strom.common.sensitive_keys import is_sensitive_key, masked_mapping
 
-# Keys of one submission, never taken from the cluster.
-NOT_INHERITED = frozenset({opts.SAVEPOINT_PATH.key, opts.SAVEPOINT_IGNORE_UNCLAIMED_STATE.key})
+# Keys of one submission, never taken from the cluster; nor the cluster secret, which is the
+# processes' own and would otherwise travel in every job's payload (and its high-availability copy).
+NOT_INHERITED = frozenset({
+    opts.SAVEPOINT_PATH.key,
+    opts.SAVEPOINT_IGNORE_UNCLAIMED_STATE.key,
+    opts.CLUSTER_SECRET.key,
+    opts.CLUSTER_SECRET_FILE.key,
+})
 
 
 def effective_job_configuration(cluster: Configuration, job: Configuration | None) -> Configuration:
