@@ -1,9 +1,12 @@
 """`FileSink`: PyFlink's row-format file sink, exactly-once when the job checkpoints.
 
 Each subtask writes one in-progress part file per bucket,
-`.<prefix>-<uuid>-<subtask>-<n><suffix>.inprogress.<uuid>`, and publishes it by renaming
+`.<prefix>-<uuid>-<subtask>-<n><suffix>.inprogress.<owner>.<uuid>`, and publishes it by renaming
 it to `<prefix>-<uuid>-<subtask>-<n><suffix>`. In-progress files stay hidden (readers such
-as FileSource skip names starting with '.'), also after a failure or cancellation.
+as FileSource skip names starting with '.'), also after a failure or cancellation. `<owner>` names
+the sink within one submission of the job; a subtask that starts again (a restart, a JobManager
+failover) first removes the in-progress files its earlier attempts left behind (a killed process
+cannot), after it committed what the checkpoint it restores holds (`file_sink_policies`).
 
 With checkpointing (Flink's two-phase commit): a part rolled by the rolling policy, and every
 open part at each checkpoint barrier, is closed and becomes *pending* — a committable (its
@@ -16,6 +19,7 @@ Without checkpointing, a rolled part is published at once (the engine's at-most-
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from typing import Any
@@ -27,6 +31,9 @@ from strom.connectors.file_sink_policies import (
     DateTimeBucketAssigner,
     OutputFileConfig,
     RollingPolicy,
+    in_progress_name,
+    in_progress_owner,
+    is_leftover_of_earlier_attempt,
 )
 from strom.connectors.sink_base import (
     Committer,
@@ -36,6 +43,8 @@ from strom.connectors.sink_base import (
     TwoPhaseCommittingSink,
 )
 
+log = logging.getLogger(__name__)
+
 DEFAULT_BUCKET_CHECK_INTERVAL_MS = 60_000
 
 
@@ -44,13 +53,13 @@ class InProgressPart:
 
     __slots__ = ("bucket_id", "creation_time", "last_update_time", "size", "_file", "in_progress_path", "final_path")
 
-    def __init__(self, bucket_id: str, directory: str, final_name: str, now: int) -> None:
+    def __init__(self, bucket_id: str, directory: str, final_name: str, now: int, owner: str) -> None:
         self.bucket_id = bucket_id
         self.creation_time = now
         self.last_update_time = now
         self.size = 0
         self.final_path = os.path.join(directory, final_name)
-        self.in_progress_path = os.path.join(directory, f".{final_name}.inprogress.{uuid.uuid4()}")
+        self.in_progress_path = os.path.join(directory, in_progress_name(final_name, owner, uuid.uuid4().hex))
         self._file = open(self.in_progress_path, "wb")  # noqa: SIM115 - lives until publish/abandon
 
     def get_bucket_id(self) -> str:
@@ -93,7 +102,9 @@ class InProgressPart:
 class Bucket:
     """One bucket directory of one subtask: its in-progress part and its part counter."""
 
-    __slots__ = ("bucket_id", "directory", "part", "_unique_id", "_counter", "_subtask", "_config", "_pending")
+    __slots__ = (
+        "bucket_id", "directory", "part", "_unique_id", "_counter", "_subtask", "_config", "_pending", "_owner"
+    )
 
     def __init__(
         self,
@@ -102,6 +113,7 @@ class Bucket:
         subtask_index: int,
         config: OutputFileConfig,
         pending: list[tuple[str, str]] | None = None,
+        owner: str = "",
     ) -> None:
         self.bucket_id = bucket_id
         self.directory = directory
@@ -113,6 +125,7 @@ class Bucket:
         self._config = config
         # two-phase commit: closed parts go here (the writer's list) instead of being published
         self._pending = pending
+        self._owner = owner
 
     def roll(self, now: int) -> InProgressPart:
         self.close_part()
@@ -120,7 +133,7 @@ class Bucket:
         c = self._config
         name = f"{c.part_prefix}-{self._unique_id}-{self._subtask}-{self._counter}{c.part_suffix}"
         self._counter += 1
-        self.part = InProgressPart(self.bucket_id, self.directory, name, now)
+        self.part = InProgressPart(self.bucket_id, self.directory, name, now, self._owner)
         return self.part
 
     def close_part(self) -> None:
@@ -169,11 +182,32 @@ class FileSinkWriter(PrecommittingSinkWriter):
         self._buckets: dict[str, Bucket] = {}
         self._actx = _AssignerContext()
         self._closed = False
+        self._owner = in_progress_owner(sink.sink_id, context.operator_uid)
+        # before this writer opens any part, and after the subtask committed its restored checkpoint's files
+        self._remove_leftovers(context.parallelism)
         self._pts.register_timer(self._now() + self._check_interval, self._on_bucket_check)
+
+    def _remove_leftovers(self, parallelism: int) -> None:
+        """Remove the in-progress files this subtask's earlier attempts left (a killed TaskManager never
+        closes its parts): hidden, never committed, and referenced by nothing that will commit them."""
+        removed = 0
+        for directory, _, names in os.walk(self._base):
+            for name in names:
+                if name.startswith(".") and is_leftover_of_earlier_attempt(
+                    name, config=self._config, owner=self._owner, subtask_index=self._subtask, parallelism=parallelism
+                ):
+                    try:
+                        os.remove(os.path.join(directory, name))
+                        removed += 1
+                    except FileNotFoundError:
+                        pass
+        if removed:
+            log.info("FileSink subtask %d removed %d in-progress file(s) of earlier attempts", self._subtask, removed)
 
     def _bucket(self, bucket_id: str) -> Bucket:
         directory = os.path.join(self._base, bucket_id) if bucket_id else self._base
-        bucket = self._buckets[bucket_id] = Bucket(bucket_id, directory, self._subtask, self._config, self._pending)
+        bucket = Bucket(bucket_id, directory, self._subtask, self._config, self._pending, self._owner)
+        self._buckets[bucket_id] = bucket
         return bucket
 
     # hot path: called per record
@@ -266,6 +300,9 @@ class FileSink(TwoPhaseCommittingSink):
         self.rolling_policy = rolling_policy
         self.output_file_config = output_file_config
         self.bucket_check_interval_ms = bucket_check_interval_ms
+        # one id per sink object, i.e. per submission of the program: it travels in the job graph, so every
+        # attempt (and a JobManager that recovers the job) knows its own in-progress files by it
+        self.sink_id = uuid.uuid4().hex
 
     @staticmethod
     def for_row_format(base_path: str, encoder: Encoder) -> RowFormatBuilder:

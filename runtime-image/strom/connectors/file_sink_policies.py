@@ -1,5 +1,6 @@
 """What a FileSink decides per record: the bucket (directory), when to roll a part file,
-and how part files are named (PyFlink's BucketAssigner, RollingPolicy, OutputFileConfig).
+and how part files are named (PyFlink's BucketAssigner, RollingPolicy, OutputFileConfig) — also
+which hidden in-progress files a restarted subtask may remove as leftovers of earlier attempts.
 
 Pure decisions without I/O; the writer in `file_sink` applies them.
 """
@@ -7,6 +8,8 @@ Pure decisions without I/O; the writer in `file_sink` applies them.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -48,6 +51,49 @@ class OutputFileConfigBuilder:
 
     def build(self) -> OutputFileConfig:
         return OutputFileConfig(self._prefix, self._suffix)
+
+
+# -- in-progress files and their owners ----------------------------------------------------------
+# An in-progress part is `.<final name>.inprogress.<owner>.<random>`: the final name carries the subtask
+# index (`<prefix>-<uuid>-<subtask>-<n><suffix>`), the owner says which sink of which job run wrote it.
+
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+
+
+def in_progress_owner(sink_id: str, operator_uid: str) -> str:
+    """The owner token of a sink's in-progress files: the same for every attempt of the job and after a
+    JobManager failover (the sink object with its id travels in the job graph), different for another
+    submission of the program (a new sink object) and for another sink of the job (its operator uid)."""
+    return hashlib.sha256(f"{sink_id}/{operator_uid}".encode()).hexdigest()[:16]
+
+
+def in_progress_name(final_name: str, owner: str, unique: str) -> str:
+    return f".{final_name}.inprogress.{owner}.{unique}"
+
+
+def in_progress_subtask(name: str, config: OutputFileConfig, owner: str) -> int | None:
+    """The subtask index in the name of an in-progress file of `owner` (with `config`'s prefix and
+    suffix); None for any other file: finished parts, other sinks' or other jobs' files, foreign names."""
+    m = re.fullmatch(
+        rf"\.{re.escape(config.part_prefix)}-{_UUID}-(\d+)-\d+{re.escape(config.part_suffix)}"
+        rf"\.inprogress\.{re.escape(owner)}\.[0-9a-f]{{32}}",
+        name,
+    )
+    return int(m.group(1)) if m else None
+
+
+def is_leftover_of_earlier_attempt(
+    name: str, *, config: OutputFileConfig, owner: str, subtask_index: int, parallelism: int
+) -> bool:
+    """Whether a starting writer of subtask `subtask_index` (of `parallelism`) removes `name` from its
+    bucket directories. Called before the writer opens any part and after the subtask committed the
+    pending files of the checkpoint it restores, so an in-progress file it may remove was written by an
+    earlier attempt and is referenced by nothing that will commit it. It takes the files of old
+    subtask k when k % parallelism == subtask_index — the same rule that hands old subtask k's
+    committables to one new subtask — so at another parallelism each old subtask's files have exactly one
+    remover, and never a file of another running subtask (those have index < parallelism, != its own)."""
+    k = in_progress_subtask(name, config, owner)
+    return k is not None and k % parallelism == subtask_index
 
 
 # -- rolling ----------------------------------------------------------------------------------

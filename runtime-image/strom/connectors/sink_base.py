@@ -40,6 +40,8 @@ class SinkInitContext:
     # the job takes checkpoints or savepoints: a two-phase committing writer then publishes nothing
     # itself, everything goes through prepare_commit and the committer
     checkpointing: bool = False
+    # the sink operator's uid: tells two sinks of one job apart (e.g. whose leftover files are whose)
+    operator_uid: str = ""
 
 
 class SinkWriterContext(Protocol):

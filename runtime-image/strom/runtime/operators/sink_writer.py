@@ -61,6 +61,7 @@ class SinkWriterOperator(StreamOperator):
             processing_time_service=ctx.processing_time_service,
             config=ctx.config,
             checkpointing=self._two_phase,
+            operator_uid=ctx.operator_uid,
         )
         self.writer = self.params["sink"].create_writer(init)
         self._write = self.writer.write
