@@ -228,3 +228,76 @@ def test_a_failing_job_keeps_a_bounded_history_and_leaves_the_store_when_it_expi
         assert job_id not in {j["jid"] for j in cluster.get("/jobs/overview")["jobs"]}
     finally:
         cluster.close()
+
+
+# -- numRestarts survives a JobManager failover ------------------------------------------------------------
+
+
+def test_the_ha_store_keeps_the_restart_count_beside_the_checkpoint_pointer(tmp_path):
+    from strom.runtime.jobmanager.high_availability import CheckpointPointer, ha_services_for
+
+    ha = ha_services_for(
+        Configuration({"high-availability.type": "file", "high-availability.storageDir": f"file://{tmp_path}"})
+    )
+    ha.job_submitted("j1", b"graph")
+    [fresh] = ha.recover_jobs()
+    assert fresh.num_restarts == 0  # never restarted: nothing kept, counted from 0
+    ha.checkpoint_completed("j1", CheckpointPointer(4, "j1/chk-4"))
+    ha.job_restarted("j1", 2)
+    ha.job_restarted("j1", 3)
+    [job] = ha.recover_jobs()
+    assert (job.job_id, job.checkpoint, job.num_restarts) == ("j1", CheckpointPointer(4, "j1/chk-4"), 3)
+    ha.job_terminated("j1")
+    assert ha.recover_jobs() == []
+
+
+@pytest.mark.parametrize("content", [b"{not json", b'{"numRestarts": -1}', b'{"numRestarts": "7"}', b"{}"])
+def test_an_unreadable_restart_count_does_not_keep_the_job_from_recovering(tmp_path, content):
+    from strom.runtime.jobmanager.high_availability import ha_services_for
+
+    ha = ha_services_for(
+        Configuration({"high-availability.type": "file", "high-availability.storageDir": f"file://{tmp_path}"})
+    )
+    ha.job_submitted("j1", b"graph")
+    (tmp_path / "default" / "jobs" / "j1" / "restarts").write_bytes(content)
+    [job] = ha.recover_jobs()
+    assert job.num_restarts == 0
+
+
+def _num_restarts(cluster: SessionCluster, job_id: str) -> int:
+    [metric] = cluster.get(f"/jobs/{job_id}/metrics?get=numRestarts")
+    return int(float(metric["value"]))
+
+
+def test_num_restarts_survives_a_jobmanager_failover(tmp_path):
+    """One restart (a TaskManager killed) before the JobManager is killed; the new JobManager reports
+    numRestarts 1: the count kept in the HA store, and the failover itself is no restart (as Flink,
+    where a JobManager taking a job over is not a failure the restart strategy handled)."""
+    from tests.engine.test_file_sink_cleanup import counting_job, expected_counts, published_counts, running_subtasks
+
+    count = 16_000
+    ha_dir = tmp_path / "ha"
+    ha = ("-D", "high-availability.type=file", "-D", f"high-availability.storageDir=file://{ha_dir}")
+    cluster = SessionCluster(taskmanagers=3, slots=1, extra=ha)
+    try:
+        path, out = counting_job(tmp_path, count=count, rate=1600.0)
+        job_id = submit(cluster, path)
+        wait_until(
+            lambda: cluster.get(f"/jobs/{job_id}/checkpoints")["counts"]["completed"] >= 1,
+            timeout=60,
+            what="a completed checkpoint",
+        )
+        victim = sorted(running_subtasks(cluster, job_id))[0]
+        cluster.kill_taskmanager(cluster.tms[int(victim.split("-")[1])])
+        wait_until(lambda: _num_restarts(cluster, job_id) == 1, timeout=60, what="numRestarts 1")
+        kept = ha_dir / "default" / "jobs" / job_id / "restarts"
+        wait_until(lambda: kept.is_file() and b'"numRestarts": 1' in kept.read_bytes(), what="the count kept")
+        cluster.wait_for_state(job_id, ("RUNNING",))
+        cluster.kill_jobmanager()
+        cluster.restart_jobmanager()
+        assert _num_restarts(cluster, job_id) == 1
+        assert cluster.wait_for_state(job_id, ("FINISHED", "FAILED", "CANCELED"), timeout=120) == "FINISHED"
+        assert _num_restarts(cluster, job_id) == 1
+        assert published_counts(out) == expected_counts(count)
+    finally:
+        cluster.close()

@@ -116,6 +116,9 @@ class JobManager:
             try:
                 graph = cloudpickle.loads(recovered.payload)
                 await self.submit(graph, recovered.job_id, recovered=recovered.checkpoint, _persist=False)
+                # numRestarts goes on from the count the previous JobManager kept (the failover itself is
+                # not a restart, as in Flink); set before the job's first event runs on this loop
+                self.jobs[recovered.job_id].num_restarts = recovered.num_restarts
             except Exception as e:  # noqa: BLE001 - one unrecoverable job must not keep the others down
                 log.error("could not recover job %s: %s", recovered.job_id, e)
                 continue

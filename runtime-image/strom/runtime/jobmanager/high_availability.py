@@ -5,12 +5,18 @@ s3://) and `high-availability.cluster-id`:
 
     <cluster-id>/jobs/<job-id>/jobgraph      the submitted job (its payload, written at submission)
     <cluster-id>/jobs/<job-id>/checkpoint    JSON pointer to the latest completed checkpoint
+    <cluster-id>/jobs/<job-id>/restarts      JSON {"numRestarts": n}, rewritten at each restart
 
 The pointer is written when a checkpoint completes, before older checkpoints are subsumed and
 before any task hears of the completion (and commits transactions of it): a JobManager that dies
 at any moment leaves a pointer to a checkpoint whose files exist and whose side effects are at
 most committed, never ahead. A job that reaches a globally terminal state (FINISHED, CANCELED,
 FAILED) is removed, so only jobs that were still running are recovered.
+
+A recovering JobManager starts the job's `numRestarts` from the stored count. Flink keeps the count in
+the scheduler, so a new JobMaster starts from 0; we keep the count instead (what a user watching
+the metric expects), and, as Flink, do not count the JobManager failover itself as a restart: it is a
+new JobManager taking over the job, not a failure the restart strategy handled.
 
 Flink's `high-availability.type: kubernetes` (leader election with Lease objects, pointers in
 ConfigMaps, standby JobManagers) is not implemented, and the name is refused with a line saying what
@@ -65,6 +71,7 @@ class RecoveredJob:
     job_id: str
     payload: bytes
     checkpoint: CheckpointPointer | None
+    num_restarts: int = 0
 
 
 class HaServices(Protocol):
@@ -75,6 +82,9 @@ class HaServices(Protocol):
 
     def checkpoint_completed(self, job_id: str, pointer: CheckpointPointer) -> None:
         """Raises when the pointer cannot be kept (the checkpoint then does not complete)."""
+
+    def job_restarted(self, job_id: str, num_restarts: int) -> None:
+        """Keep the job's restart count for a JobManager that recovers it."""
 
     def job_terminated(self, job_id: str) -> None: ...
 
@@ -89,6 +99,9 @@ class NoHaServices:
         pass
 
     def checkpoint_completed(self, job_id: str, pointer: CheckpointPointer) -> None:
+        pass
+
+    def job_restarted(self, job_id: str, num_restarts: int) -> None:
         pass
 
     def job_terminated(self, job_id: str) -> None:
@@ -116,8 +129,23 @@ class StorageHaServices:
             if self.storage.exists(self._path(job_id, "checkpoint")):
                 doc = json.loads(self.storage.read_bytes(self._path(job_id, "checkpoint")))
                 pointer = CheckpointPointer(int(doc["checkpoint_id"]), str(doc["directory"]))
-            jobs.append(RecoveredJob(job_id, payload, pointer))
+            jobs.append(RecoveredJob(job_id, payload, pointer, self._restarts(job_id)))
         return jobs
+
+    def _restarts(self, job_id: str) -> int:
+        """The stored restart count; 0 when none was kept, or (with a warning) when it is unreadable: a
+        counter must not keep a job from being recovered."""
+        path = self._path(job_id, "restarts")
+        if not self.storage.exists(path):
+            return 0
+        try:
+            count = json.loads(self.storage.read_bytes(path))["numRestarts"]
+            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                raise ValueError(f"numRestarts must be a non-negative integer, got {count!r}")
+            return count
+        except (ValueError, KeyError, TypeError) as e:
+            log.warning("job %s: unreadable restart count %s (%s); numRestarts starts from 0", job_id, path, e)
+            return 0
 
     def job_submitted(self, job_id: str, payload: bytes) -> None:
         self.storage.write_bytes(self._path(job_id, "jobgraph"), payload)
@@ -125,6 +153,9 @@ class StorageHaServices:
     def checkpoint_completed(self, job_id: str, pointer: CheckpointPointer) -> None:
         doc = {"checkpoint_id": pointer.checkpoint_id, "directory": pointer.directory}
         self.storage.write_bytes(self._path(job_id, "checkpoint"), json.dumps(doc).encode())
+
+    def job_restarted(self, job_id: str, num_restarts: int) -> None:
+        self.storage.write_bytes(self._path(job_id, "restarts"), json.dumps({"numRestarts": num_restarts}).encode())
 
     def job_terminated(self, job_id: str) -> None:
         try:

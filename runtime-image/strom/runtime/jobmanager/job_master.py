@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -140,6 +141,7 @@ class JobMaster:
             number_of_failed_checkpoints=stats.failed_count if stats is not None else None,
         )
         self._slots: list[SlotRef] = []
+        self._restart_count_lock = threading.Lock()
         self._stop: tuple[str, str, str] | None = None  # (trigger id, savepoint location, final state)
         self._reset_subtasks()
 
@@ -390,6 +392,7 @@ class JobMaster:
             return
         self.attempt += 1
         self.num_restarts += 1
+        self._loop.run_in_executor(None, self._keep_restart_count)
         self._reset_subtasks()
         try:
             restore = await self.checkpointing.restore_point() if self.checkpointing is not None else None
@@ -400,6 +403,18 @@ class JobMaster:
         except Exception as e:  # noqa: BLE001
             self._record_failure("scheduler", repr(e))
             self._set_state("FAILED")
+
+    def _keep_restart_count(self) -> None:
+        """On an executor thread: store the current restart count for a JobManager that recovers the
+        job. Under a lock and reading the count when it writes, so writes that overtake each other
+        never leave an older count behind."""
+        with self._restart_count_lock:
+            if self.state in TERMINAL_JOB_STATES:
+                return  # its HA data is (being) removed
+            try:
+                self.jm.ha.job_restarted(self.job_id, self.num_restarts)
+            except Exception as e:  # noqa: BLE001 - a lost count must not fail the job
+                log.warning("job %s: could not keep its restart count for high availability: %s", self.job_id, e)
 
     def _cancel_attempt(self, *, await_tasks: bool = False) -> None:
         """Cancel the current attempt's tasks. `await_tasks`: their states come from their reports
