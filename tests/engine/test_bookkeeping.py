@@ -172,6 +172,39 @@ def test_trigger_results_bound_disposal_results_too():
     assert results.get("d1") is None and len(results) == 0
 
 
+def test_a_disposal_result_is_gone_after_the_rest_store_duration(tmp_path):
+    """POST /savepoint-disposal's result is readable once completed, and 404 once rest.async.store-duration
+    (300 ms here) has passed since it completed."""
+    import asyncio
+    import time
+
+    from aiohttp.test_utils import TestClient, TestServer
+    from strom.runtime.jobmanager.rest_api import create_rest_app
+
+    from tests.engine.fake_jobmanager_view import FakeJobManagerView
+
+    view = FakeJobManagerView()
+    view.configuration = {**view.configuration, "rest.async.store-duration": "300 ms"}
+
+    async def scenario() -> tuple[dict, int]:
+        async with TestClient(TestServer(create_rest_app(view))) as client:
+            answer = await client.post("/savepoint-disposal", json={"savepoint-path": f"file://{tmp_path}/none"})
+            assert answer.status == 200, await answer.text()
+            path = f"/savepoint-disposal/{(await answer.json())['request-id']}"
+            deadline = time.monotonic() + 10
+            while (result := await (await client.get(path)).json())["status"]["id"] != "COMPLETED":
+                assert time.monotonic() < deadline, "the disposal did not complete"
+                await asyncio.sleep(0.01)
+            while (status := (await client.get(path)).status) == 200:
+                assert time.monotonic() < deadline, "the disposal result was kept beyond the store duration"
+                await asyncio.sleep(0.02)
+            return result, status
+
+    result, status = asyncio.run(scenario())
+    assert result["operation"]["failure-cause"]  # there was nothing to dispose of
+    assert status == 404
+
+
 # -- end to end: a session cluster with small bounds -----------------------------------------------------
 
 RESTARTS = 6

@@ -30,6 +30,7 @@ from typing import Any
 
 from aiohttp import web
 
+from strom.common.config_options import REST_ASYNC_STORE_DURATION
 from strom.common.configuration import Configuration
 from strom.common.job_payload import JobPayloadError, check_header_compatible, read_header
 from strom.runtime.checkpoint import savepoints
@@ -48,12 +49,13 @@ from strom.runtime.jobmanager.read_model import (
     is_flink_id,
 )
 from strom.runtime.jobmanager.rest_requests import MalformedRequestLog, read_body, read_json_object
+from strom.runtime.jobmanager.savepoint_operations import TriggerResults
 
 log = logging.getLogger(__name__)
 
 VIEW_KEY: web.AppKey[JobManagerView] = web.AppKey("view")
 CLOCK_KEY: web.AppKey[Callable[[], int]] = web.AppKey("clock")
-DISPOSALS_KEY: web.AppKey[dict[str, SavepointStatus]] = web.AppKey("savepoint disposals")
+DISPOSALS_KEY: web.AppKey[TriggerResults[SavepointStatus]] = web.AppKey("savepoint disposals")
 SUBMIT_ENABLED_KEY: web.AppKey[bool] = web.AppKey("web.submit.enable")
 REFUSED_LOG_KEY: web.AppKey[MalformedRequestLog] = web.AppKey("refused request log")
 MAX_CONTENT_LENGTH_KEY: web.AppKey[int] = web.AppKey("max content length")
@@ -284,7 +286,7 @@ async def dispose_savepoint(request: web.Request) -> web.Response:
     path = _savepoint_target(body, "savepoint-path")
     if not path:
         raise BadRequestError("Bad request: 'savepoint-path' (the savepoint's directory) is required")
-    operations: dict[str, SavepointStatus] = request.app[DISPOSALS_KEY]
+    operations = request.app[DISPOSALS_KEY]
     trigger_id = uuid.uuid4().hex
     operations[trigger_id] = SavepointStatus("IN_PROGRESS")
     config = Configuration(dict(_view(request).config()))
@@ -367,7 +369,10 @@ def create_rest_app(
     `submit_enabled` is `web.submit.enable` (POST /jobs answers 403 when False)."""
     app = web.Application(middlewares=[_flink_errors], client_max_size=max_content_length)
     app[VIEW_KEY] = view
-    app[DISPOSALS_KEY] = {}
+    # disposal results are kept rest.async.store-duration after they completed (Flink's default 5 min)
+    store = REST_ASYNC_STORE_DURATION
+    store_ms = store.parse(view.config().get(store.key, store.default))
+    app[DISPOSALS_KEY] = TriggerResults(store_ms, is_completed=lambda s: s.status == "COMPLETED")
     app[CLOCK_KEY] = clock or _wall_clock_ms
     app[SUBMIT_ENABLED_KEY] = submit_enabled
     app[MAX_CONTENT_LENGTH_KEY] = max_content_length
