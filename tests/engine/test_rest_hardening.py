@@ -16,6 +16,7 @@ import struct
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ from strom.runtime.jobmanager.read_model import (
     VertexDetails,
     VertexId,
 )
-from strom.runtime.jobmanager.rest_api import create_rest_app
+from strom.runtime.jobmanager.rest_api import create_rest_app, rest_runner
 from strom.runtime.jobmanager.rest_requests import MalformedRequestLog, json_depth_exceeds, parse_json_object
 
 from tests.engine.fake_jobmanager_view import NOW_MS, FakeJobManagerView
@@ -94,7 +95,7 @@ def serving(view: FakeJobManagerView, **app_options: Any) -> Iterator[int]:
     thread.start()
 
     async def start() -> tuple[web.AppRunner, int]:
-        runner = web.AppRunner(create_rest_app(view, clock=lambda: NOW_MS, **app_options), access_log=None)
+        runner = rest_runner(create_rest_app(view, clock=lambda: NOW_MS, **app_options))
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
@@ -172,11 +173,34 @@ def test_gzip_encoding_over_bytes_that_are_not_gzip_is_400(port: int, path: str)
     _assert_refused(status, answer)
 
 
-def test_a_real_gzip_body_is_read(port: int, view: SavepointRecordingView) -> None:
-    body = gzip.compress(json.dumps({"target-directory": "file:///tmp/sp"}).encode())
-    status, answer = send(port, "POST", f"/jobs/{JID}/savepoints", body, {**JSON, "Content-Encoding": "gzip"})
+@pytest.mark.parametrize(("encoding", "compress"), [("gzip", gzip.compress), ("deflate", zlib.compress)])
+def test_a_compressed_body_is_read(port: int, view: SavepointRecordingView, encoding: str, compress: Any) -> None:
+    body = compress(json.dumps({"target-directory": "file:///tmp/sp"}).encode())
+    status, answer = send(port, "POST", f"/jobs/{JID}/savepoints", body, {**JSON, "Content-Encoding": encoding})
     assert status == 202, answer
     assert view.triggered == [(JID, "file:///tmp/sp")]
+
+
+@pytest.mark.parametrize("encoding", ["br", "zstd", "compress", "gzip, gzip"])
+def test_an_encoding_we_do_not_decode_is_415_with_flinks_error_body(port: int, encoding: str) -> None:
+    status, answer = send(port, "POST", f"/jobs/{JID}/savepoints", b"{}", {**JSON, "Content-Encoding": encoding})
+    _assert_refused(status, answer, 415)
+    assert "gzip, deflate or identity" in answer["errors"][0]
+
+
+def test_a_gzip_bomb_is_413_not_inflated(port: int) -> None:
+    """64 MB of zeros compress to ~64 KB; the 1 MB limit applies to what they inflate to."""
+    bomb = gzip.compress(b"{" + b" " * (64 << 20) + b"}")
+    status, answer = send(port, "POST", f"/jobs/{JID}/savepoints", bomb, {**JSON, "Content-Encoding": "gzip"})
+    _assert_refused(status, answer, 413)
+
+
+def test_a_broken_encoding_logs_no_error_from_the_http_layer(port: int, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG):
+        for encoding in ("gzip", "deflate", "br"):
+            status, _ = send(port, "POST", f"/jobs/{JID}/savepoints", b"plain", {**JSON, "Content-Encoding": encoding})
+            assert status in (400, 415)
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info] == []
 
 
 @pytest.mark.parametrize("target", ["file://../../relative", "file:relative", "file://", "file://%2e%2e/%2e%2e",
