@@ -250,8 +250,9 @@ def test_a_failing_job_keeps_a_bounded_history_and_leaves_the_store_when_it_expi
     try:
         job_id = submit(cluster, always_failing_job(tmp_path))
         assert cluster.wait_for_state(job_id, ("FAILED", "FINISHED")) == "FAILED"
-        entries = cluster.get(f"/jobs/{job_id}/exceptions")["exceptionHistory"]["entries"]
-        assert len(entries) == 3
+        history = cluster.get(f"/jobs/{job_id}/exceptions")["exceptionHistory"]
+        entries = history["entries"]
+        assert len(entries) == 3 and history["truncated"] is True  # 7 failures, 3 kept
         assert all("boom" in e["stacktrace"] for e in entries)
         stamps = [e["timestamp"] for e in entries]
         assert stamps == sorted(stamps, reverse=True)

@@ -97,6 +97,7 @@ class JobMaster:
     start_time: float = field(default_factory=time.time)
     end_time: float = 0.0
     failures: list[FailureRecord] = field(default_factory=list)
+    failures_dropped: int = 0  # older failures than web.exception-history-size keeps
     num_restarts: int = 0
     # high availability: the latest checkpoint a previous JobManager completed for this job
     recovered: CheckpointPointer | None = None
@@ -256,7 +257,9 @@ class JobMaster:
         """Keep a failure for the exception history: the newest `web.exception-history-size` only,
         so a job that fails over for days does not hold every traceback."""
         self.failures.append(FailureRecord(int(time.time() * 1000), task, trace, self.attempt))
-        del self.failures[: exceptions_to_keep(len(self.failures), self._exception_history_size).start]
+        dropped = exceptions_to_keep(len(self.failures), self._exception_history_size).start
+        del self.failures[:dropped]
+        self.failures_dropped += dropped  # the history says it was truncated, as Flink's does
 
     # -- scheduling --------------------------------------------------------------------------------
     async def start(self) -> None:

@@ -160,7 +160,7 @@ class DispatcherView:
             )
             for f in reversed(job.failures)
         )
-        return JobExceptions(history=history)
+        return JobExceptions(history=history, truncated=job.failures_dropped > 0)
 
     def cancel(self, jid: JobId) -> None:
         job = self._job(jid)
