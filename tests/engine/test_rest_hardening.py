@@ -453,3 +453,35 @@ def test_the_openapi_document_lists_exactly_the_served_operations(port: int) -> 
     routes = {(r.method, r.resource.canonical) for r in app.router.routes() if r.method != "HEAD"}
     assert documented_operations(served) == routes
     assert documented_operations(openapi_document("x")) == routes
+
+
+def test_the_cli_client_reports_disabled_submission_in_one_line() -> None:
+    """The client sends a whole payload (here 8 MB) and must still read the 403, not a reset connection."""
+    from strom.client.rest_client import RestClient, RestError
+
+    with serving(_view(), submit_enabled=False) as p:
+        with pytest.raises(RestError) as refused:
+            RestClient("127.0.0.1", p).submit(encode_job(_graph()) + b"\0" * (8 << 20))
+    assert refused.value.status == 403
+    assert str(refused.value).startswith("job submission is disabled (web.submit.enable: false)")
+
+
+def test_arbitrary_content_type_and_encoding_headers_are_never_5xx(port: int) -> None:
+    """OpenAPI fuzzing does not vary these headers; a seeded Hypothesis run does, with bodies to match."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    header_text = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=40)
+    charsets = st.sampled_from(["utf-8", "utf-16", "latin-1", "foobar-9", "rot13", "base64", "", '"', "utf-8; x=y"])
+    content_type = st.one_of(header_text, charsets.map(lambda c: f"application/json; charset={c}"))
+    encoding = st.one_of(header_text, st.sampled_from(["gzip", "deflate", "identity", "br", "gzip, deflate", ""]))
+    body = st.one_of(st.binary(max_size=200), st.just(gzip.compress(b'{"drain": true}')), st.just(b"[" * 5000))
+
+    @settings(max_examples=150, derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(path=st.sampled_from(BODY_PATHS), content_type=content_type, encoding=encoding, body=body)
+    def request(path: str, content_type: str, encoding: str, body: bytes) -> None:
+        status, answer = send(port, "POST", path, body, {"Content-Type": content_type, "Content-Encoding": encoding})
+        assert status < 500, (path, content_type, encoding, body[:40], answer)
+
+    request()
