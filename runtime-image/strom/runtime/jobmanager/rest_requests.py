@@ -36,7 +36,7 @@ MAX_JSON_DEPTH = 32
 
 # aiohttp's server options the readers below rely on: they decode Content-Encoding themselves; a body
 # refused unread is drained for at most 1 s (aiohttp's default 10 s lets a client hold a handler open).
-RUNNER_OPTIONS = {"access_log": None, "auto_decompress": False, "lingering_time": 1.0}
+RUNNER_OPTIONS: dict[str, Any] = {"access_log": None, "auto_decompress": False, "lingering_time": 1.0}
 _CODINGS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
 
@@ -58,8 +58,9 @@ def content_decoder(header: str | None, where: str) -> zlib._Decompress | None:
     if not codings:
         return None
     if len(codings) > 1 or codings[0] not in _CODINGS:
+        shown = (header or "")[:100]
         raise UnsupportedEncodingError(
-            f"Unsupported Content-Encoding {header!r} on {where}: send the body as gzip, deflate or identity"
+            f"Unsupported Content-Encoding {shown!r} on {where}: send the body as gzip, deflate or identity"
         )
     return zlib.decompressobj(_CODINGS[codings[0]])
 
