@@ -77,6 +77,20 @@ Spark driver from its driver Pod:
   `lastState.terminated` (exit code; reason `Completed`, `Error`, or `Killed` for SIGKILL); the
   Deployment's status reports replicas, ready and available replicas.
 
+**Node mode** (`controller_pods=True`), for a real API server whose kube-controller-manager runs
+the Deployment and ReplicaSet controllers but which has no node: the kubelet creates no Pod and
+writes no Deployment status. It plays the node (and the scheduler) instead: every Pod of its
+namespace bound to no node (or to `NODE_NAME`) whose first container has a `command`, owned by a
+ReplicaSet (or any such Pod with `bare_pods`, as above), is bound to
+`NODE_NAME` (the `binding` subresource, as a scheduler does) and runs as above with its
+`restartPolicy`, its status reported through `pods/status`; the ReplicaSet and Deployment
+controllers count it from there. A Pod bound to the node is deleted gracefully by the server
+(`deletionTimestamp`): the kubelet ends its container and then removes the object (grace period
+0), as a kubelet confirms a deletion; so a Recreate rollout waits for the old pods' processes to
+end. Pods that had ended (Succeeded or Failed) before the kubelet saw them are left alone. Its
+client comes from `api` (a factory called in the kubelet's own loop), e.g. with KUBECONFIG's
+credentials and CA (`KubeApi.from_connection_info` with kopf's login).
+
 It polls the API (every `POLL_S`), in a thread with its own event loop. Needs root for the
 network namespaces (`tests.netns.unavailable_reason()` says why not; the fixtures skip with it).
 Not emulated: resource limits, RollingUpdate (the operator uses Recreate), init containers and
@@ -96,6 +110,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -139,6 +154,7 @@ class PodProcess:
     restart_policy: str = "Always"  # Always | OnFailure | Never (a Deployment's pods: Always)
     fallback_to_logs: bool = False  # terminationMessagePolicy FallbackToLogsOnError
     uid: str = ""  # a bare Pod's uid: a Pod deleted and created again under its name is another pod
+    owner: str = ""  # node mode: the Deployment whose ReplicaSet owns the Pod
     labels: dict[str, str] = field(default_factory=dict)  # what Service selectors match
     ports: dict[str, int] = field(default_factory=dict)  # the container's named ports
     readiness_probe: dict[str, Any] | None = None
@@ -194,8 +210,11 @@ class ProcessKubelet:
     def __init__(self, api_url: str, namespace: str, work_dir: Path, *, url_map: Path | None = None,
                  network: TestNetwork | None = None, restart_backoff_s: float = 1.0,
                  max_restart_backoff_s: float = 10.0, max_probe_period_s: float = 1.0,
-                 bare_pods: bool = False) -> None:
+                 bare_pods: bool = False, controller_pods: bool = False,
+                 api: Callable[[], KubeApi] | None = None) -> None:
         self.api_url = api_url
+        self._make_api = api or (lambda: KubeApi(api_url))  # called in the kubelet's loop (its own session)
+        self.controller_pods = controller_pods  # node mode: the server's controllers create the Pods
         self.namespace = namespace
         self.work_dir = work_dir
         self.url_map = url_map or work_dir / "jobmanager-urls.json"
@@ -249,7 +268,7 @@ class ProcessKubelet:
         self._loop.run_until_complete(self._main())
 
     async def _main(self) -> None:
-        kube = KubeApi(self.api_url)
+        kube = self._make_api()
         try:
             while not self._stop.is_set():
                 try:
@@ -268,7 +287,8 @@ class ProcessKubelet:
     def pods_of(self, deployment: str) -> list[PodProcess]:
         with self._lock:
             realized = self.realized.get(deployment)
-            return list(realized.pods) if realized is not None else []
+            pods = list(realized.pods) if realized is not None else []
+            return pods + [p for p in self.bare.values() if p.owner == deployment and p.owner]
 
     def pids_of(self, deployment: str) -> list[int]:
         """The process ids of the deployment's running containers (the process group leaders)."""
@@ -294,6 +314,9 @@ class ProcessKubelet:
     # -- reconciliation of Deployments into processes --------------------------------------------
 
     async def _sync(self, kube: KubeApi) -> None:
+        if self.controller_pods:
+            await self._sync_node(kube)
+            return
         # Pods before Deployments: a Deployment deleted in between is then seen gone, never as one
         # whose pods vanished (which would start a replacement pod from the deleted template).
         pods = await kube.list("Pod", self.namespace)
@@ -345,6 +368,63 @@ class ProcessKubelet:
                     self.bare[name] = pod
             await self._run_container(kube, pod, obj)
             self._schedule_probe(pod)
+
+    async def _sync_node(self, kube: KubeApi) -> None:
+        """Node mode: run the Pods the server's controllers made (bound here), end those being deleted."""
+        pods = await kube.list("Pod", self.namespace)
+        services = await kube.list("Service", self.namespace)
+        replicasets = await kube.request("GET", f"/apis/apps/v1/namespaces/{self.namespace}/replicasets")
+        deployment_of = {rs["metadata"]["name"]: _owner(rs, "Deployment") for rs in replicasets.get("items") or ()}
+        ours = {p["metadata"]["name"]: p for p in pods if _runs_here(p, bare_pods=self.bare_pods)}
+        for name, pod in list(self.bare.items()):
+            obj = ours.get(name)
+            if obj is None or obj["metadata"]["uid"] != pod.uid or obj["metadata"].get("deletionTimestamp"):
+                self._discard([pod])  # deleted (or being deleted): its container ends first
+                with self._lock:
+                    del self.bare[name]
+        for name, obj in ours.items():
+            meta = obj["metadata"]
+            if meta.get("deletionTimestamp"):
+                await self._confirm_deletion(kube, obj)  # the container has ended (or never ran here)
+                continue
+            pod = self.bare.get(name)
+            if pod is None:
+                if (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                    continue  # it ended before this kubelet saw it: nothing runs it again
+                if not (obj.get("spec") or {}).get("nodeName") and not await self._bind(kube, name):
+                    continue
+                pod = self._new_pod(name, obj["spec"], meta.get("labels") or {}, uid=meta["uid"])
+                pod.owner = deployment_of.get(_owner(obj, "ReplicaSet"), "")
+                with self._lock:
+                    self.bare[name] = pod
+            await self._run_container(kube, pod, obj)
+            self._schedule_probe(pod)
+        self._resolve_services(services)
+        for pod in list(self.bare.values()):
+            await self._report_pod(kube, pod)
+
+    async def _bind(self, kube: KubeApi, name: str) -> bool:
+        """Schedule the Pod to this node, as the scheduler would; False when someone else bound it first."""
+        binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": self.namespace},
+                   "target": {"apiVersion": "v1", "kind": "Node", "name": NODE_NAME}}
+        try:
+            await kube.request("POST", f"/api/v1/namespaces/{self.namespace}/pods/{name}/binding", body=binding)
+        except KubeApiError as e:
+            if e.status in (404, 409):  # gone, or bound meanwhile
+                return False
+            raise
+        return True
+
+    async def _confirm_deletion(self, kube: KubeApi, obj: dict[str, Any]) -> None:
+        """The kubelet's part of a graceful deletion: the container has ended, the object goes now."""
+        meta = obj["metadata"]
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
+                "preconditions": {"uid": meta["uid"]}}
+        try:
+            await kube.request("DELETE", f"/api/v1/namespaces/{self.namespace}/pods/{meta['name']}", body=body)
+        except KubeApiError as e:
+            if e.status not in (404, 409):  # gone, or another Pod of that name now
+                raise
 
     async def _scale(self, kube: KubeApi, deployment: dict[str, Any], realized: Realized,
                      pod_names: set[str]) -> None:
@@ -703,6 +783,21 @@ def _is_bare(pod: dict[str, Any]) -> bool:
         return False
     containers = (pod.get("spec") or {}).get("containers") or [{}]
     return bool(containers[0].get("command"))
+
+
+def _runs_here(pod: dict[str, Any], *, bare_pods: bool) -> bool:
+    """Node mode: a Pod bound to no node or to this one, whose container has a command to run, made by
+    a ReplicaSet (a Deployment's) or, with `bare_pods`, by anyone (a batch FlinkJob's driver)."""
+    spec = pod.get("spec") or {}
+    containers = spec.get("containers") or [{}]
+    if spec.get("nodeName") not in (None, "", NODE_NAME) or not containers[0].get("command"):
+        return False
+    return bare_pods or _owner(pod, "ReplicaSet") != ""
+
+
+def _owner(obj: dict[str, Any], kind: str) -> str:
+    """The name of the object's controller of `kind` ('' when it has none)."""
+    return next((o["name"] for o in obj["metadata"].get("ownerReferences") or () if o.get("kind") == kind), "")
 
 
 def _spark_on_kubernetes(args: list[str]) -> bool:

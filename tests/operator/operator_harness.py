@@ -1,8 +1,8 @@
 """Fixtures of the operator integration tests: an API server, the pods' network, S3, the operator, the kubelet.
 
 * `k8s`: the Kubernetes API. The emulator (k8s_emulator.py) on loopback, or, when KUBECONFIG is
-  set, that cluster (tests that need a running job then also need STROM_TEST_PROCESS_KUBELET=1,
-  see README.md).
+  set, that cluster with its credentials and CA (kopf's login; skipped with the reason when it does
+  not answer; fails with one line when the FlinkJob CRD is not installed).
 * `pod_network`: the test network (tests/netns.py) the kubelet's pods live on, made before S3 so
   that S3 can listen where pods reach it; None where network namespaces cannot be made (not root).
 * `s3_server`: `weed mini` (tests/engine/s3_server.py) bound to that network's gateway, which both
@@ -10,9 +10,20 @@
   S3 from here still run, the kubelet's are skipped).
 * `kubelet`: realizes Deployments as local processes, each pod in a network namespace of its own
   (kubelet.py), and writes the REST URL of each JobManager Service's ready pod to `url_map`;
-  skipped, with the reason, where network namespaces cannot be made.
+  skipped, with the reason, where network namespaces cannot be made. Against a real cluster it
+  plays the node (kubelet.py's node mode: it runs the Pods the server's Deployment and ReplicaSet
+  controllers create) when the cluster has no Node (an API server with a controller-manager and no
+  kubelet, as ../shared/tools/real-apiserver starts) or STROM_TEST_PROCESS_KUBELET=1 says so; a
+  cluster with nodes runs the pods itself from the image, so those tests are skipped there
+  (STROM_TEST_PROCESS_KUBELET=0 skips them anywhere).
 * `operator`: `python -m strom_operator.main` as a subprocess against that API, with metrics and
-  liveness on free ports, requeue delays capped at 1 s and the kubelet's `url_map`.
+  liveness on free ports, requeue delays capped at 1 s and the kubelet's `url_map`; its
+  credentials are KUBECONFIG's, or STROM_TEST_OPERATOR_KUBECONFIG's (e.g. the Helm chart's
+  ServiceAccount token, to run the tests under the chart's RBAC).
+* every test that uses `k8s` leaves the API as it found it: the FlinkJobs, Secrets and
+  ServiceAccounts it created are deleted after it, FlinkJobs first and waited for (the operator
+  removes its finalizer; one it cannot remove in time is stripped, so a namespace deletion or a
+  rerun is never stuck behind it).
 """
 
 from __future__ import annotations
@@ -27,10 +38,10 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import pytest
-from strom_operator.kube_api import KubeApi
+from strom_operator.kube_api import KubeApi, KubeApiError
 
 from tests.engine.s3_server import S3Server, start_s3_server, stop_s3_server, weed_binary
 from tests.netns import TestNetwork, unavailable_reason
@@ -38,6 +49,7 @@ from tests.operator.k8s_emulator import EmulatedCluster
 from tests.operator.kubelet import ROOT, ProcessKubelet
 
 NAMESPACE = os.environ.get("STROM_TEST_NAMESPACE", "default")
+ApiT = TypeVar("ApiT", bound=KubeApi)
 
 
 def wait_until(condition: Callable[[], Any], *, timeout: float = 60, what: str = "condition",
@@ -66,6 +78,13 @@ class Cluster:
     def call(self, make: Callable[[KubeApi], Any]) -> Any:
         return self.loop.run_until_complete(make(self.api))
 
+    def connect(self, cls: type[ApiT]) -> ApiT:
+        """A new client of this API (a KubeApi subclass a test made): the emulator's URL, or a real
+        cluster's server with KUBECONFIG's credentials and CA. The caller closes it."""
+        if self.emulated:
+            return cls(self.url)
+        return cls.from_connection_info(_login(str(self.kubeconfig)))
+
     def get(self, kind: str, name: str) -> dict[str, Any] | None:
         return self.call(lambda k: k.get(kind, self.namespace, name))
 
@@ -78,17 +97,51 @@ class Cluster:
         return self.flinkjob(name).get("status") or {}
 
     def events(self, name: str) -> list[dict[str, Any]]:
-        events = self.call(lambda k: k.list("Event", self.namespace))
-        return [e for e in events if (e.get("involvedObject") or {}).get("name") == name]
+        """The Events of the FlinkJob `name` (of the current one, when it exists: an earlier object of
+        that name leaves its Events behind for an hour), oldest first."""
+        return events_of(self.call(lambda k: k.list("Event", self.namespace)), name, self.get("FlinkJob", name))
 
 
-def _api_of_kubeconfig(path: str) -> KubeApi:
+def events_of(events: list[dict[str, Any]], name: str, current: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Events about `name` in the order they first happened. A server lists them by name, not by
+    time: sorted by firstTimestamp (whole seconds), then by name, which the operator's recorder
+    makes from the creation time in nanoseconds (event_recorder.py)."""
+    uid = (current or {}).get("metadata", {}).get("uid")
+    mine = [e for e in events if (e.get("involvedObject") or {}).get("name") == name
+            and (uid is None or (e.get("involvedObject") or {}).get("uid") in (None, "", uid))]
+    return sorted(mine, key=lambda e: (e.get("firstTimestamp") or e.get("eventTime") or
+                                       e["metadata"].get("creationTimestamp") or "", e["metadata"]["name"]))
+
+
+def _login(path: str) -> Any:
+    """kopf's login with KUBECONFIG (its path, for the message): server, credentials, CA."""
     import kopf
 
     info = kopf.login_with_kubeconfig(settings=kopf.OperatorSettings())
     if info is None:
         raise RuntimeError(f"no credentials in {path}")
-    return KubeApi.from_connection_info(info)
+    return info
+
+
+def _api_of_kubeconfig(path: str) -> KubeApi:
+    return KubeApi.from_connection_info(_login(path))
+
+
+def _check_real_cluster(cluster: Cluster) -> None:
+    """Skip when KUBECONFIG's server does not answer; one line when the CRD is missing."""
+    try:
+        cluster.call(lambda k: k.request("GET", "/version"))
+    except KubeApiError as e:
+        if e.status == 0:
+            pytest.skip(f"KUBECONFIG's API server {cluster.url} does not answer: {e.api_message}")
+        raise
+    try:
+        cluster.call(lambda k: k.list("FlinkJob", cluster.namespace))
+    except KubeApiError as e:
+        if e.status == 404:
+            pytest.fail(f"the FlinkJob CRD is not installed at {cluster.url}: kubectl apply -f {ROOT / 'crds'}",
+                        pytrace=False)
+        raise
 
 
 @pytest.fixture(scope="session")
@@ -99,6 +152,7 @@ def k8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         api = _api_of_kubeconfig(real)
         cluster = Cluster(Path(real), api.server, NAMESPACE, False, api, loop)
         try:
+            _check_real_cluster(cluster)
             yield cluster
         finally:
             loop.run_until_complete(api.close())
@@ -149,16 +203,41 @@ def url_map(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def process_kubelet_refusal(list_nodes: Callable[[], Any]) -> str | None:
+    """Why the process kubelet must not play a real cluster's node (None: it plays it). An explicit
+    STROM_TEST_PROCESS_KUBELET decides; otherwise a cluster without Nodes gets it. `list_nodes`:
+    the cluster's NodeList (GET /api/v1/nodes)."""
+    wanted = os.environ.get("STROM_TEST_PROCESS_KUBELET")
+    if wanted == "1":
+        return None
+    if wanted == "0":
+        return "STROM_TEST_PROCESS_KUBELET=0: the process kubelet does not play the cluster's node"
+    try:
+        nodes = list_nodes()
+    except KubeApiError as e:
+        return f"cannot tell whether the cluster has nodes ({e}); STROM_TEST_PROCESS_KUBELET=1 says it has none"
+    names = [n["metadata"]["name"] for n in (nodes or {}).get("items") or ()]
+    if names:
+        return (f"the cluster's nodes ({', '.join(names[:3])}) run the pods from the image; "
+                "STROM_TEST_PROCESS_KUBELET=1 makes the process kubelet play a node anyway")
+    return None
+
+
 @pytest.fixture(scope="session")
 def kubelet(k8s: Cluster, pod_network: TestNetwork | None, url_map: Path,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessKubelet]:
-    if not k8s.emulated and os.environ.get("STROM_TEST_PROCESS_KUBELET") != "1":
-        pytest.skip("a real cluster runs the pods itself: set STROM_TEST_PROCESS_KUBELET=1 for a cluster "
-                    "without nodes (the process kubelet then plays them)")
+    nodes = lambda: k8s.call(lambda k: k.request("GET", "/api/v1/nodes", verb="list"))  # noqa: E731
+    if not k8s.emulated and (reason := process_kubelet_refusal(nodes)) is not None:
+        pytest.skip(reason)
     if pod_network is None:
         pytest.skip(f"the process kubelet gives every pod a network namespace: {unavailable_reason()}")
-    kubelet = ProcessKubelet(k8s.url, k8s.namespace, tmp_path_factory.mktemp("kubelet"), url_map=url_map,
-                             network=pod_network).start()
+    work = tmp_path_factory.mktemp("kubelet")
+    if k8s.emulated:
+        kubelet = ProcessKubelet(k8s.url, k8s.namespace, work, url_map=url_map, network=pod_network).start()
+    else:  # the node of a real cluster: its controllers make the Pods, with KUBECONFIG's credentials and CA
+        kubeconfig = str(k8s.kubeconfig)
+        kubelet = ProcessKubelet(k8s.url, k8s.namespace, work, url_map=url_map, network=pod_network,
+                                 controller_pods=True, api=lambda: _api_of_kubeconfig(kubeconfig)).start()
     try:
         yield kubelet
     finally:
@@ -188,7 +267,7 @@ def operator(k8s: Cluster, url_map: Path, tmp_path_factory: pytest.TempPathFacto
     work = tmp_path_factory.mktemp("operator")
     log_path = work / "operator.log"
     liveness = free_port()
-    env = dict(os.environ, KUBECONFIG=str(k8s.kubeconfig),
+    env = dict(os.environ, KUBECONFIG=os.environ.get("STROM_TEST_OPERATOR_KUBECONFIG") or str(k8s.kubeconfig),
                PYTHONPATH=os.pathsep.join([str(ROOT / "operator"), str(ROOT / "runtime-image"),
                                            os.environ.get("PYTHONPATH", "")]))
     with open(log_path, "wb") as log:
@@ -209,3 +288,62 @@ def operator(k8s: Cluster, url_map: Path, tmp_path_factory: pytest.TempPathFacto
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
+
+
+# What tests create and must not leave behind (a ServiceAccount's token Secrets go with it).
+CLEANED_KINDS = ("FlinkJob", "Secret", "ServiceAccount")
+FINALIZER_WAIT_S = 60.0  # the operator's deletion pass (a savepoint on deletion included) gets this long
+
+
+class ApiCaller(Protocol):
+    """What clean_up needs: a namespace and a way to run a KubeApi coroutine (Cluster, e2e's Platform)."""
+
+    namespace: str
+
+    def call(self, make: Callable[[KubeApi], Any]) -> Any: ...
+
+
+def left_behind(k8s: ApiCaller, kind: str) -> set[str]:
+    """Names of `kind` in the namespace, but a ServiceAccount's token Secrets and the default ServiceAccount."""
+    try:
+        objects = k8s.call(lambda k: k.list(kind, k8s.namespace))
+    except KubeApiError as e:
+        if e.status == 404:  # a kind the emulator does not serve: none of it
+            return set()
+        raise
+    return {o["metadata"]["name"] for o in objects
+            if o.get("type") != "kubernetes.io/service-account-token" and o["metadata"]["name"] != "default"}
+
+
+def clean_up(k8s: ApiCaller, before: dict[str, set[str]]) -> None:
+    """Delete what a test created: FlinkJobs first and wait for them to go (the operator removes its
+    finalizer), then strip the finalizers of those still there; then its Secrets and ServiceAccounts."""
+    for kind in CLEANED_KINDS:
+        for name in sorted(left_behind(k8s, kind) - before[kind]):
+            k8s.call(lambda k, kind=kind, name=name: k.delete(kind, k8s.namespace, name))
+        if kind != "FlinkJob":
+            continue
+        stuck = left_behind(k8s, kind) - before[kind]
+        deadline = time.monotonic() + FINALIZER_WAIT_S
+        while stuck and time.monotonic() < deadline:
+            time.sleep(0.2)  # poll interval of the operator's deletion, not a guess at its duration
+            stuck = left_behind(k8s, kind) - before[kind]
+        for name in sorted(stuck):
+            try:
+                k8s.call(lambda k, name=name: k.merge_patch("FlinkJob", k8s.namespace, name,
+                                                            {"metadata": {"finalizers": None}}))
+            except KubeApiError as e:
+                if e.status != 404:
+                    raise
+
+
+@pytest.fixture(autouse=True)
+def api_left_as_found(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Tests that use `k8s` leave no FlinkJob, Secret or ServiceAccount of theirs behind."""
+    if "k8s" not in request.fixturenames:
+        yield
+        return
+    k8s: Cluster = request.getfixturevalue("k8s")
+    before = {kind: left_behind(k8s, kind) for kind in CLEANED_KINDS}
+    yield
+    clean_up(k8s, before)

@@ -138,7 +138,7 @@ class NoJobManager:
 
 
 def _reconciler(k8s: Cluster) -> tuple[Reconciler, RefusingKube, EventRecorder]:
-    kube = RefusingKube(k8s.url)
+    kube = k8s.connect(RefusingKube)
     client: Any = NoJobManager()
     events = EventRecorder(kube)
     reconciler = Reconciler(kube, client, Observer(kube, client, JobManagerEndpoints(map_file="")),

@@ -124,6 +124,9 @@ def test_batch_job_creates_driver_objects_follows_the_driver_retries_on_failure_
 
 
 def test_deleting_a_batch_job_removes_driver_and_executor_pods(k8s: Cluster, operator: RunningOperator):
+    # the user's own ServiceAccount: it must exist (a real server's ServiceAccount admission refuses the pod)
+    k8s.call(lambda k: k.create({"apiVersion": "v1", "kind": "ServiceAccount",
+                                 "metadata": {"name": "spark", "namespace": k8s.namespace}}))
     k8s.call(lambda k: k.create(batch_job("sparkgone", k8s.namespace, serviceAccount="spark")))
     wait_batch(k8s, operator, "sparkgone", state="SUBMITTED")
     driver = k8s.get("Pod", "sparkgone-driver-1")
@@ -140,4 +143,6 @@ def test_deleting_a_batch_job_removes_driver_and_executor_pods(k8s: Cluster, ope
                details=operator.log)
     wait_until(lambda: all(k8s.get("Pod", p) is None for p in [*executors, "sparkgone-driver-1"]), timeout=15,
                what="driver and executor pods deleted")
-    assert k8s.get("Service", "sparkgone-driver") is None and k8s.get("ConfigMap", "sparkgone-spark") is None
+    # owned: a real server's garbage collector deletes them soon after the FlinkJob
+    wait_until(lambda: k8s.get("Service", "sparkgone-driver") is None and k8s.get("ConfigMap", "sparkgone-spark")
+               is None, timeout=30, what="the driver's Service and ConfigMap garbage-collected")

@@ -96,11 +96,13 @@ def _invalid_spec_and_pruning(k8s: Cluster, name: str, s3_server: S3Server, deta
     job_id = k8s.status(name)["jobStatus"]["jobId"]
     deployments = {d: k8s.get("Deployment", f"{name}-{d}") for d in ("jobmanager", "taskmanager")}
 
-    k8s.call(lambda k: k.merge_patch("FlinkJob", k8s.namespace, name, {"spec": {"taskManager": {"slots": 0}}}))
+    # valid for the CRD's schema (a real API server refuses slots: 0 itself), invalid for the operator
+    k8s.call(lambda k: k.merge_patch("FlinkJob", k8s.namespace, name, {"spec": {"job": {"maxParallelism": 1}}}))
     condition = wait_until(lambda: next((c for c in k8s.status(name).get("conditions") or ()
                                          if c["type"] == "Degraded" and c["status"] == "True"), None),
                            timeout=30, what="the Degraded condition", details=details)
-    assert condition["reason"] == "InvalidSpec" and condition["message"].startswith("spec.taskManager.slots")
+    assert condition["reason"] == "InvalidSpec"
+    assert condition["message"].startswith("spec.job.parallelism: 2 exceeds spec.job.maxParallelism 1")
 
     seen: set[str] = set()
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import urllib.request
 from typing import Any
 
+import pytest
+from strom_operator.kube_api import KubeApiError
 from strom_operator.labels import MANAGED_BY
 
 from tests.operator.operator_harness import Cluster, RunningOperator, wait_until
@@ -54,7 +56,9 @@ def test_create_applies_owned_labelled_objects_and_the_status_goes_created_then_
     k8s.call(lambda k: k.delete("FlinkJob", k8s.namespace, "objects"))
     wait_until(lambda: k8s.get("FlinkJob", "objects") is None, timeout=30, what="the FlinkJob deleted",
                details=operator.log)
-    assert all(k8s.get(kind, name) is None for kind, name in names.items())
+    # its objects go through their ownerReferences: a real server's garbage collector deletes them soon after
+    wait_until(lambda: all(k8s.get(kind, name) is None for kind, name in names.items()), timeout=30,
+               what="the owned objects garbage-collected")
 
 
 def test_invalid_spec_change_is_reported_with_its_field_path_and_the_running_spec_stays(
@@ -64,7 +68,9 @@ def test_invalid_spec_change_is_reported_with_its_field_path_and_the_running_spe
                what="lifecycle DEPLOYED", details=operator.log)
     before = k8s.get("Deployment", "invalid-taskmanager")
     assert before is not None
-    k8s.call(lambda k: k.merge_patch("FlinkJob", k8s.namespace, "invalid", {"spec": {"taskManager": {"slots": 0}}}))
+    # valid for the CRD's schema (the API server refuses what it can check, see the test below), invalid
+    # for the operator: a relation between two fields
+    k8s.call(lambda k: k.merge_patch("FlinkJob", k8s.namespace, "invalid", {"spec": {"job": {"maxParallelism": 2}}}))
 
     def degraded() -> dict[str, Any] | None:
         conds = {c["type"]: c for c in k8s.status("invalid").get("conditions") or ()}
@@ -73,16 +79,16 @@ def test_invalid_spec_change_is_reported_with_its_field_path_and_the_running_spe
 
     condition = wait_until(degraded, timeout=30, what="the Degraded condition", details=operator.log)
     assert condition["reason"] == "InvalidSpec"
-    assert condition["message"].startswith("spec.taskManager.slots")
+    assert condition["message"].startswith("spec.job.parallelism: 3 exceeds spec.job.maxParallelism 2")
     warnings = wait_until(lambda: [e for e in k8s.events("invalid") if e.get("type") == "Warning"
                                    and e.get("reason") == "InvalidSpec"], timeout=15, what="the InvalidSpec event")
-    assert "spec.taskManager.slots" in warnings[0]["message"]
+    assert "spec.job.parallelism" in warnings[0]["message"]
     after = k8s.get("Deployment", "invalid-taskmanager")
     assert after is not None and after["spec"] == before["spec"]  # the last valid spec keeps running
-    assert k8s.status("invalid")["reconciliation"]["lastReconciledSpec"]["taskManager"]["slots"] == 2
+    assert k8s.status("invalid")["reconciliation"]["lastReconciledSpec"]["job"].get("maxParallelism") != 2
 
     # the fix clears the condition
-    k8s.call(lambda k: k.merge_patch("FlinkJob", k8s.namespace, "invalid", {"spec": {"taskManager": {"slots": 2}}}))
+    k8s.call(lambda k: k.merge_patch("FlinkJob", k8s.namespace, "invalid", {"spec": {"job": {"maxParallelism": 128}}}))
     wait_until(lambda: degraded() is None, timeout=30, what="the Degraded condition cleared", details=operator.log)
     k8s.call(lambda k: k.delete("FlinkJob", k8s.namespace, "invalid"))
 
@@ -109,3 +115,25 @@ def test_operator_serves_metrics_and_liveness(k8s: Cluster, operator: RunningOpe
     with urllib.request.urlopen(f"http://127.0.0.1:{operator.liveness_port}/healthz", timeout=10) as r:
         assert r.status == 200
     k8s.call(lambda k: k.delete("FlinkJob", k8s.namespace, "metered"))
+
+
+@pytest.mark.parametrize(("spec", "path"), [
+    ({"taskManager": {"slots": 0}}, "spec.taskManager.slots"),
+    ({"job": {"parallelism": "three"}}, "spec.job.parallelism"),
+    ({"job": {"upgradeMode": "sometimes"}}, "spec.job.upgradeMode"),
+])
+def test_a_real_api_server_refuses_what_the_schema_forbids_naming_the_field(
+        k8s: Cluster, spec: dict[str, Any], path: str):
+    if k8s.emulated:
+        pytest.skip("the emulator validates no schema (test_crd.py checks the CRD's schema with jsonschema)")
+    body = flinkjob("refused", k8s.namespace)
+    for key, value in spec.items():
+        body["spec"][key] = {**body["spec"].get(key, {}), **value}
+    try:
+        k8s.call(lambda k: k.create(body))
+    except KubeApiError as e:
+        assert e.status == 422 and e.reason == "Invalid", e
+        assert path in e.api_message, e.api_message
+    else:
+        raise AssertionError(f"the server accepted {spec}")
+    assert k8s.get("FlinkJob", "refused") is None
