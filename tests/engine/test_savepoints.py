@@ -333,6 +333,24 @@ def test_dispose_deletes_a_savepoint_and_refuses_a_checkpoint(scenario, tmp_path
     assert proc.returncode == 1 and "_metadata" in proc.stderr, proc.stderr
 
 
+def test_dispose_keeps_an_unrelated_file_placed_in_the_savepoint_directory(scenario, tmp_path):
+    """As Flink's disposal: the files the _metadata lists and the _metadata go, the directory stays
+    while someone else's file is in it."""
+    cluster = scenario["cluster"]
+    copy = tmp_path / "shared-dir"
+    shutil.copytree(local(scenario["running"]), copy)
+    (copy / "notes.txt").write_text("not the savepoint's")
+    proc = cluster.cli("savepoint", "--dispose", f"file://{copy}")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in copy.iterdir()) == ["notes.txt"]
+    assert (copy / "notes.txt").read_text() == "not the savepoint's"
+
+
+def test_dispose_over_rest_refuses_a_relative_path(scenario):
+    status, answer = post(scenario["cluster"], "/savepoint-disposal", {"savepoint-path": "relative/savepoint"})
+    assert status == 400 and "savepoint-path" in answer["errors"][0], answer
+
+
 def test_threads_mode_restores_a_savepoint_taken_on_the_cluster(scenario):
     """`strom run --threads --from-savepoint`: the embedded executor restores it too (at keyed parallelism 1)."""
     import subprocess

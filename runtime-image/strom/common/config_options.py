@@ -264,6 +264,13 @@ JOBMANAGER_BIND_HOST = option(
     "Address the JobManager's RPC endpoint binds; unset = jobmanager.rpc.address (0.0.0.0 = every interface).",
 )
 REST_ADDRESS = option("rest.address", "str", "127.0.0.1", "Where clients reach the REST endpoint.")
+WEB_SUBMIT_ENABLE = option(
+    "web.submit.enable",
+    "bool",
+    True,
+    "Whether POST /jobs accepts job submissions (a submission runs the submitter's code in the JobManager); "
+    "unset = true in session mode, false in application mode (--job).",
+)
 REST_BIND_ADDRESS = option(
     "rest.bind-address", "str", "", "Address the REST endpoint binds; unset = rest.address (0.0.0.0 = every interface)."
 )

@@ -48,7 +48,7 @@ from strom.runtime.jobmanager.read_model import (
     VertexId,
     is_flink_id,
 )
-from strom.runtime.jobmanager.rest_requests import MalformedRequestLog, read_body, read_json_object
+from strom.runtime.jobmanager.rest_requests import RUNNER_OPTIONS, MalformedRequestLog, read_body, read_json_object
 from strom.runtime.jobmanager.savepoint_operations import TriggerResults
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,11 @@ async def _flink_errors(request: web.Request, handler: Handler) -> web.StreamRes
 
 def _refused(request: web.Request, status: int, message: str) -> web.Response:
     request.app[REFUSED_LOG_KEY].refused(request.method, request.path, status, message)
-    return _errors(status, message)
+    response = _errors(status, message)
+    if request.can_read_body and not request.content.at_eof():
+        # an unread body (refused before or while reading it) is not drained: close the connection
+        response.force_close()
+    return response
 
 
 # -- request helpers -------------------------------------------------------------------------------
@@ -407,6 +411,12 @@ def create_rest_app(
     return app
 
 
+def rest_runner(app: web.Application) -> web.AppRunner:
+    """The runner for the REST app: no access log, and bodies left compressed for `rest_requests`
+    to decode (aiohttp's own decoding fails outside the handlers, as plain text and an ERROR)."""
+    return web.AppRunner(app, **RUNNER_OPTIONS)
+
+
 async def start_rest_server(
     view: JobManagerView,
     host: str,
@@ -417,7 +427,7 @@ async def start_rest_server(
 ) -> tuple[web.AppRunner, int]:
     """Serve the REST API on host:port (0 = any free port); returns the runner (call
     `await runner.cleanup()` to stop) and the bound port."""
-    runner = web.AppRunner(create_rest_app(view, clock=clock, submit_enabled=submit_enabled), access_log=None)
+    runner = rest_runner(create_rest_app(view, clock=clock, submit_enabled=submit_enabled))
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:

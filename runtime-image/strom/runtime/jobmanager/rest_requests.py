@@ -5,6 +5,12 @@ a body that does not decode, JSON nested deeper than any Flink message (the C pa
 until RecursionError), a `Content-Encoding` whose bytes are not what it says. JSON bodies are small
 (`MAX_JSON_BODY_BYTES`); job payloads have their own, larger limit (`rest.server.max-content-length`).
 
+Bodies are decompressed here, not by aiohttp (the server runs with `auto_decompress=False`, see
+`RUNNER_OPTIONS`): aiohttp's own decoder fails inside its protocol layer, where it answers in plain
+text and logs an ERROR with a traceback per request. Here `gzip` and `deflate` are decoded with the
+body's size limit applied to the decompressed bytes (a small bomb cannot inflate past it); any other
+coding is 415.
+
 `MalformedRequestLog` writes each refused request once at WARNING, without a traceback, and at most
 `burst` lines per `window_s`; the rest are counted and summarized, so a flood cannot flood the log.
 """
@@ -15,6 +21,7 @@ import codecs
 import json
 import logging
 import time
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -27,10 +34,35 @@ MAX_JSON_BODY_BYTES = 1_048_576
 MAX_JSON_DEPTH = 32
 
 
+# aiohttp's server options the readers below rely on: they decode Content-Encoding themselves; a body
+# refused unread is drained for at most 1 s (aiohttp's default 10 s lets a client hold a handler open).
+RUNNER_OPTIONS: dict[str, Any] = {"access_log": None, "auto_decompress": False, "lingering_time": 1.0}
+_CODINGS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+
+
 class PayloadTooLargeError(RestHandlerError):
     """A request body past its limit (413)."""
 
     status = 413
+
+
+class UnsupportedEncodingError(RestHandlerError):
+    """A Content-Encoding this endpoint does not decode (415)."""
+
+    status = 415
+
+
+def content_decoder(header: str | None, where: str) -> zlib._Decompress | None:
+    """The decompressor for a Content-Encoding header value; None for none/identity; 415 otherwise."""
+    codings = [c.strip().lower() for c in (header or "").split(",") if c.strip() and c.strip().lower() != "identity"]
+    if not codings:
+        return None
+    if len(codings) > 1 or codings[0] not in _CODINGS:
+        shown = (header or "")[:100]
+        raise UnsupportedEncodingError(
+            f"Unsupported Content-Encoding {shown!r} on {where}: send the body as gzip, deflate or identity"
+        )
+    return zlib.decompressobj(_CODINGS[codings[0]])
 
 
 def json_depth_exceeds(value: Any, limit: int) -> bool:
@@ -80,27 +112,37 @@ def parse_json_object(
 
 
 async def read_body(request: web.Request, limit: int) -> bytes:
-    """The request body (decompressed as its Content-Encoding says) up to `limit` bytes; 413 past it,
-    400 when the body cannot be read (e.g. `Content-Encoding: gzip` over bytes that are not gzip)."""
+    """The request body, decoded as its Content-Encoding says, up to `limit` decoded bytes; 413 past
+    it, 400 when the bytes are not what the encoding says (e.g. `gzip` over bytes that are not gzip)."""
     where = f"{request.method} {request.path}"
-    if request.content_length is not None and request.content_length > limit:
-        raise PayloadTooLargeError(f"Request body too large: {where} accepts at most {limit} bytes")
+    too_large = f"Request body too large: {where} accepts at most {limit} bytes"
+    encoding = request.headers.get("Content-Encoding")
+    decoder = content_decoder(encoding, where)
+    if decoder is None and request.content_length is not None and request.content_length > limit:
+        raise PayloadTooLargeError(too_large)
     chunks: list[bytes] = []
     size = 0
     try:
-        async for chunk in request.content.iter_chunked(65_536):
+        async for raw in request.content.iter_chunked(65_536):
+            chunk = raw if decoder is None else decoder.decompress(raw, limit + 1 - size)
             size += len(chunk)
-            if size > limit:
-                raise PayloadTooLargeError(f"Request body too large: {where} accepts at most {limit} bytes")
+            if size > limit or (decoder is not None and decoder.unconsumed_tail):
+                raise PayloadTooLargeError(too_large)
             chunks.append(chunk)
+        if decoder is not None:
+            tail = decoder.flush()
+            size += len(tail)
+            if size > limit:
+                raise PayloadTooLargeError(too_large)
+            chunks.append(tail)
+            if not decoder.eof:
+                raise zlib.error("the compressed stream ends early")
     except RestHandlerError:
         raise
-    except web.HTTPException:
-        raise
-    except Exception as e:  # noqa: BLE001 - aiohttp's decompression/transfer errors: the client's bytes
-        encoding = request.headers.get("Content-Encoding")
-        how = f" (Content-Encoding: {encoding})" if encoding else ""
-        raise BadRequestError(f"Bad request: cannot read the body of {where}{how}: {type(e).__name__}") from None
+    except zlib.error:
+        raise BadRequestError(f"Bad request: the body of {where} is not valid {encoding} data") from None
+    except Exception as e:  # noqa: BLE001 - aiohttp's transfer errors (e.g. a broken chunked body): the client's
+        raise BadRequestError(f"Bad request: cannot read the body of {where}: {type(e).__name__}") from None
     return b"".join(chunks)
 
 
