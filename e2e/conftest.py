@@ -3,12 +3,16 @@
 Against the emulator the pods live on a test network (tests/netns.py), made first: S3 listens on its
 gateway, where the pods and this machine both reach it, and the process kubelet puts every pod on it.
 Where network namespaces cannot be made (not root), the emulated platform is skipped with the reason.
+Against a real cluster without nodes (or STROM_TEST_PROCESS_KUBELET=1) the same, with the process
+kubelet as the cluster's node (the server's controllers make the pods, KUBECONFIG's credentials).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from strom_operator.kube_api import KubeApi
@@ -18,6 +22,7 @@ from tests.engine.s3_server import S3Server, start_s3_server, stop_s3_server, we
 from tests.netns import TestNetwork, unavailable_reason
 from tests.operator.k8s_emulator import EmulatedCluster
 from tests.operator.kubelet import ProcessKubelet
+from tests.operator.operator_harness import process_kubelet_refusal
 
 
 def _api_of_kubeconfig() -> KubeApi:
@@ -43,14 +48,31 @@ def _s3_of_env(config: E2EConfig, work: Path, *, host: str) -> tuple[S3Server, o
     return server, proc
 
 
+def _plays_the_node() -> bool:
+    """A real cluster: whether the process kubelet plays its node (it has none, or the env says so)."""
+    async def nodes() -> Any:
+        api = _api_of_kubeconfig()
+        try:
+            return await api.request("GET", "/api/v1/nodes", verb="list")
+        finally:
+            await api.close()
+
+    refusal = process_kubelet_refusal(lambda: asyncio.run(nodes()))
+    if refusal is not None:
+        print(f"e2e: no process kubelet: {refusal}")
+    return refusal is None
+
+
 @pytest.fixture(scope="session")
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
     config = E2EConfig.from_env()
-    if config.emulated and (reason := unavailable_reason()) is not None:
+    if not config.emulated:
+        config = E2EConfig.from_env(process_kubelet=_plays_the_node())
+    if config.process_kubelet and (reason := unavailable_reason()) is not None:
         pytest.skip(f"the process kubelet gives every pod a network namespace: {reason}")
     work = tmp_path_factory.mktemp("e2e")
     (work / "s3").mkdir()
-    network = TestNetwork.create() if config.emulated else None
+    network = TestNetwork.create() if config.process_kubelet else None
     s3_proc: object | None = None
     emulated: EmulatedCluster | None = None
     kubelet: ProcessKubelet | None = None
@@ -65,6 +87,10 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
                                      bare_pods=True).start()
         else:
             api, kubeconfig = _api_of_kubeconfig(), Path(str(config.kubeconfig))
+            if config.process_kubelet:  # the cluster's node: its controllers make the pods
+                (work / "kubelet").mkdir()
+                kubelet = ProcessKubelet(api.server, config.namespace, work / "kubelet", network=network,
+                                         bare_pods=True, controller_pods=True, api=_api_of_kubeconfig).start()
         platform = Platform(config, api=api, kubeconfig=kubeconfig, s3=s3, work_dir=work, kubelet=kubelet)
         try:
             platform.operator.start()

@@ -4,8 +4,11 @@
   needs) on loopback, or the cluster of `KUBECONFIG` when that is set;
 * the process kubelet (tests/operator/kubelet.py): realizes the operator's Deployments and Pods
   as local processes, each pod in a network namespace with its own IP, Service names resolving to
-  the ready pods they select, and keeps them running like a Deployment; not used against a real
-  cluster, whose nodes run the pods from the image;
+  the ready pods they select, and keeps them running like a Deployment. Against a real cluster
+  without nodes (an API server with its controller-manager, ../shared/tools/real-apiserver) it
+  plays the node instead: it runs the Pods the server's Deployment and ReplicaSet controllers make
+  and the batch drivers' Pods (`process_kubelet`; STROM_TEST_PROCESS_KUBELET=1/0 forces it on or
+  off). Not used against a cluster with nodes, which run the pods from the image;
 * a real S3 server: `weed mini` (tests/engine/s3_server.py) for checkpoints and savepoints, bound
   to the pods' network gateway (conftest.py), or the S3 endpoint a real run names
   (`STROM_E2E_S3_ENDPOINT`, see README.md);
@@ -36,9 +39,13 @@ from strom_operator.kube_api import KubeApi, KubeApiError
 
 from tests.engine.s3_server import S3Server
 from tests.operator.kubelet import ROOT, ProcessKubelet, free_port
+from tests.operator.operator_harness import CLEANED_KINDS as OPERATOR_TEST_KINDS
+from tests.operator.operator_harness import clean_up, events_of, left_behind
 
 E2E_DIR = Path(__file__).resolve().parent
 OPERATOR_LABELS = {"app.kubernetes.io/name": "strom-operator"}
+# What the scenarios and the kubelet tests create, deleted at the end of a session (FlinkJobs first)
+CLEANED_KINDS = (*OPERATOR_TEST_KINDS, "Deployment", "Service", "ConfigMap", "Pod")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,21 +60,26 @@ class E2EConfig:
     operator_namespace: str
     shared_dir: str | None  # a real cluster: a host directory mounted at the same path into the pods
     soak: bool
+    process_kubelet: bool = True  # the process kubelet runs the pods (the emulator's, or a node-less cluster's)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> E2EConfig:
+    def from_env(cls, env: Mapping[str, str] | None = None, *, process_kubelet: bool = False) -> E2EConfig:
+        """`process_kubelet`: a real cluster whose node the process kubelet plays (the pods run here,
+        so the local image name and jobs directory); always so without KUBECONFIG (the emulator)."""
         env = os.environ if env is None else env
         real = env.get("KUBECONFIG") or None
+        local = real is None or process_kubelet
         namespace = env.get("STROM_E2E_NAMESPACE", "default")
         return cls(
             kubeconfig=real,
             namespace=namespace,
-            image=env.get("STROM_E2E_IMAGE", "strom/strom-runtime:0.1.0" if real else "strom/runtime:e2e"),
-            jobs_dir=env.get("STROM_E2E_JOBS_DIR", "/opt/strom/e2e/jobs" if real else str(E2E_DIR / "jobs")),
+            image=env.get("STROM_E2E_IMAGE", "strom/runtime:e2e" if local else "strom/strom-runtime:0.1.0"),
+            jobs_dir=env.get("STROM_E2E_JOBS_DIR", str(E2E_DIR / "jobs") if local else "/opt/strom/e2e/jobs"),
             operator_mode=env.get("STROM_E2E_OPERATOR", "process"),
             operator_namespace=env.get("STROM_E2E_OPERATOR_NAMESPACE", namespace),
             shared_dir=env.get("STROM_E2E_SHARED_DIR") or None,
             soak=env.get("STROM_E2E_SOAK") == "1",
+            process_kubelet=local,
         )
 
     @property
@@ -191,15 +203,24 @@ class Platform:
         self.work_dir = work_dir
         self.kubelet = kubelet
         self.loop = asyncio.new_event_loop()
+        self._found = {kind: left_behind(self, kind) for kind in CLEANED_KINDS}  # what close() keeps
         self.operator: OperatorProcess | InClusterOperator
         if config.operator_mode == "in-cluster":
             self.operator = InClusterOperator(self.call, config.operator_namespace)
         else:
-            self.operator = OperatorProcess(kubeconfig, self.namespace, work_dir,
+            # a real cluster: STROM_TEST_OPERATOR_KUBECONFIG gives the operator other credentials than the
+            # scenarios' (e.g. the Helm chart's ServiceAccount token, to run under the chart's RBAC)
+            own = os.environ.get("STROM_TEST_OPERATOR_KUBECONFIG") if not config.emulated else None
+            self.operator = OperatorProcess(Path(own) if own else kubeconfig, self.namespace, work_dir,
                                             kubelet.url_map if kubelet is not None else None)
 
     def close(self) -> None:
-        self.operator.stop()
+        """Delete what the scenarios left (FlinkJobs first, while the operator still runs to remove
+        their finalizers), then stop the operator."""
+        try:
+            clean_up(self, self._found)
+        finally:
+            self.operator.stop()
         self.loop.run_until_complete(self.api.close())
         self.loop.close()
 
@@ -238,7 +259,8 @@ class Platform:
         return {c["type"]: c for c in self.status(name).get("conditions") or ()}
 
     def events(self, name: str) -> list[dict[str, Any]]:
-        return [e for e in self.list("Event") if (e.get("involvedObject") or {}).get("name") == name]
+        """The Events of FlinkJob `name` (the current one's when it exists), oldest first (operator_harness)."""
+        return events_of(self.list("Event"), name, self.get("FlinkJob", name))
 
     def owned_objects(self, name: str) -> list[tuple[str, str]]:
         """(kind, name) of every object labelled as belonging to the FlinkJob."""

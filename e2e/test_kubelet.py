@@ -1,6 +1,7 @@
 """The process kubelet plays a Deployment and runs bare Pods: restarts, replicas, env references, pod status.
 
-Against the emulator only (a real cluster has its own kubelet). The container is a tiny Python
+Against the emulator, or a real cluster without nodes whose node the process kubelet plays (a
+cluster with nodes has its own kubelet: skipped). The container is a tiny Python
 process that writes its environment to a file and sleeps, so what it was given can be read back.
 Bare Pods (no Deployment owns them, as a batch FlinkJob's driver) end by their restartPolicy:
 Never -> Succeeded or Failed with the exit code and, under FallbackToLogsOnError, the log's tail.
@@ -22,6 +23,7 @@ from e2e.platform import Platform, wait_until
 from tests.netns import TEST_BLOCK
 
 pytestmark = pytest.mark.timeout(120)
+IMAGE = "strom/runtime:e2e"  # a real server requires one; the process kubelet runs the command, not the image
 
 SLEEPER = ("import json, os, sys, time; "
            "json.dump(dict(os.environ), open(os.path.join(sys.argv[1], os.environ['POD_MARK'] + '-' + "
@@ -31,7 +33,7 @@ SLEEPER = ("import json, os, sys, time; "
 def deployment(name: str, out: Path, *, replicas: int, env: list[dict[str, Any]],
                env_from: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     labels = {"app": name}
-    container: dict[str, Any] = {"name": "main", "command": [sys.executable, "-c", SLEEPER, str(out)],
+    container: dict[str, Any] = {"name": "main", "image": IMAGE, "command": [sys.executable, "-c", SLEEPER, str(out)],
                                  "env": [{"name": "POD_MARK", "value": name}, *env]}
     if env_from:
         container["envFrom"] = env_from
@@ -51,7 +53,7 @@ def container_status(pod: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture
 def emulated(platform: Platform) -> Platform:
     if platform.kubelet is None:
-        pytest.skip("the process kubelet runs only against the emulator")
+        pytest.skip("the cluster's own nodes run the pods (the process kubelet plays none of them)")
     return platform
 
 
@@ -143,7 +145,7 @@ SLEEPS_WITH_CHILD = ("import os, subprocess, sys, time; c = subprocess.Popen([sy
 
 def bare_pod(name: str, code: str, *args: str, restart_policy: str = "Never",
              **container: Any) -> dict[str, Any]:
-    main = {"name": "worker", "command": [sys.executable, "-c", code, *args],
+    main = {"name": "worker", "image": IMAGE, "command": [sys.executable, "-c", code, *args],
             "terminationMessagePolicy": "FallbackToLogsOnError", **container}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": "bare"}},
             "spec": {"restartPolicy": restart_policy, "containers": [main]}}
@@ -193,7 +195,7 @@ def test_bare_pods_end_by_restart_policy_with_exit_code_and_log_tail(emulated: P
     assert failed["phase"] == "Failed"
     container = failed["containerStatuses"][0]
     assert (container["name"], container["restartCount"], container["ready"]) == ("worker", 0, False)
-    assert "lastState" not in container
+    assert not container.get("lastState")  # never restarted (a real server defaults it to {})
     terminated = container["state"]["terminated"]
     assert (terminated["exitCode"], terminated["reason"]) == (3, "Error")
     log = "".join(f"line {i:03d} " + "x" * 30 + "\n" for i in range(100)) + "ValueError: bad input\n"
@@ -286,8 +288,8 @@ def pod_deployment(name: str, command: list[str], *, replicas: int = 1, args: li
                    env: list[dict[str, Any]] | None = None, labels: dict[str, str] | None = None,
                    **container: Any) -> dict[str, Any]:
     labels = {"app": name, **(labels or {})}
-    main: dict[str, Any] = {"name": "main", "command": command, "args": args or [], "env": env or DOWNWARD_ENV,
-                            **container}
+    main: dict[str, Any] = {"name": "main", "image": IMAGE, "command": command, "args": args or [],
+                            "env": env or DOWNWARD_ENV, **container}
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels},
             "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
                      "template": {"metadata": {"labels": labels}, "spec": {"containers": [main]}}}}

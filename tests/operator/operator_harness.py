@@ -267,7 +267,8 @@ def operator(k8s: Cluster, url_map: Path, tmp_path_factory: pytest.TempPathFacto
     work = tmp_path_factory.mktemp("operator")
     log_path = work / "operator.log"
     liveness = free_port()
-    env = dict(os.environ, KUBECONFIG=os.environ.get("STROM_TEST_OPERATOR_KUBECONFIG") or str(k8s.kubeconfig),
+    own = os.environ.get("STROM_TEST_OPERATOR_KUBECONFIG") if not k8s.emulated else None  # other credentials
+    env = dict(os.environ, KUBECONFIG=own or str(k8s.kubeconfig),
                PYTHONPATH=os.pathsep.join([str(ROOT / "operator"), str(ROOT / "runtime-image"),
                                            os.environ.get("PYTHONPATH", "")]))
     with open(log_path, "wb") as log:
@@ -316,9 +317,10 @@ def left_behind(k8s: ApiCaller, kind: str) -> set[str]:
 
 
 def clean_up(k8s: ApiCaller, before: dict[str, set[str]]) -> None:
-    """Delete what a test created: FlinkJobs first and wait for them to go (the operator removes its
-    finalizer), then strip the finalizers of those still there; then its Secrets and ServiceAccounts."""
-    for kind in CLEANED_KINDS:
+    """Delete what was created since `before` (kind -> names then, in the order to delete): FlinkJobs
+    first, waiting for them to go (the operator removes its finalizer) and stripping the finalizers
+    of those still there after FINALIZER_WAIT_S; then the other kinds."""
+    for kind in before:  # in its order: FlinkJobs first
         for name in sorted(left_behind(k8s, kind) - before[kind]):
             k8s.call(lambda k, kind=kind, name=name: k.delete(kind, k8s.namespace, name))
         if kind != "FlinkJob":
