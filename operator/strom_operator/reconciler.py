@@ -402,6 +402,8 @@ class Reconciler:
             newer, removed = await (asyncio.wait_for(work, BEST_EFFORT_CLEANUP_S) if deadline else work)
         except (TimeoutError, S3CredentialsMissing, S3Unavailable) as e:
             if policy != BEST_EFFORT:
+                if isinstance(e, S3Unavailable):
+                    raise S3Unavailable(f"{e}; not deploying until it is removed") from None
                 raise
             why = str(e) or f"S3 did not answer within {BEST_EFFORT_CLEANUP_S:.0f} s"
             self.post_event(body, "Warning", "HaDataCleanupSkipped",
@@ -485,5 +487,5 @@ def _clear(uri: str, access: S3Access, restore_from: str | None, checkpoints: st
     except Exception as e:  # noqa: BLE001 - botocore's errors reading the pointers, DisposalError removing them
         text = str(e) if isinstance(e, DisposalError) else f"cannot read high-availability data {uri}: " \
             f"{type(e).__name__}: {e}"
-        raise S3Unavailable(f"{text}; not deploying until it is removed") from None
+        raise S3Unavailable(text) from None
     return newer, removed

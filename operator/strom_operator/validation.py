@@ -36,6 +36,8 @@ SPEC_OWNED_KEYS = {
 # Credentials must come from a Secret: the ConfigMap and the status are readable by many.
 CREDENTIAL_KEYS = ("s3.access-key", "s3.secret-key", "s3.access.key", "s3.secret.key",
                    "fs.s3a.access.key", "fs.s3a.secret.key")
+# The RPC and data ports' shared secret: the operator provides it from a Secret of its own.
+CLUSTER_SECRET_KEYS = ("security.cluster-secret", "security.cluster-secret-file")
 
 
 def duration_seconds(value: str | None) -> float:
@@ -145,6 +147,9 @@ def validate_flink_configuration(conf: Mapping[str, str]) -> str | None:
             return f"{path}: set by {SPEC_OWNED_KEYS[key]}; set it there instead"
         if key in CREDENTIAL_KEYS:
             return f"{path}: credentials must not be in the configuration; name a Secret in spec.s3.credentialsSecret"
+        if key in CLUSTER_SECRET_KEYS:
+            return (f"{path}: the cluster secret must not be in the configuration (a ConfigMap); the operator "
+                    f"gives every pod the FlinkJob's own Secret <name>-cluster-secret")
         if key.startswith(OPERATOR_PREFIX):
             error = operator_option_error(key, value)
             if error:

@@ -40,6 +40,8 @@ def test_valid_spec_has_no_error():
      "spec.flinkConfiguration[parallelism.default]: set by spec.job.parallelism"),
     ({"flinkConfiguration": {"s3.secret-key": "x"}},
      "spec.flinkConfiguration[s3.secret-key]: credentials must not be in the configuration"),
+    ({"flinkConfiguration": {"security.cluster-secret": "0123456789abcdef0123"}},
+     "spec.flinkConfiguration[security.cluster-secret]: the cluster secret must not be in the configuration"),
     ({"flinkConfiguration": {"kubernetes.operator.savepoint.timeout": "never"}},
      "spec.flinkConfiguration[kubernetes.operator.savepoint.timeout]: invalid value 'never'"),
     ({"flinkConfiguration": {"kubernetes.operator.nope": "1"}},
