@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from strom.common.port_ranges import parse_port_range
+
 
 class ConfigError(ValueError):
     """An unknown configuration key or a value of the wrong type or range."""
@@ -97,21 +99,23 @@ def _parse_map(value: Any) -> dict[str, str]:
 @dataclass(frozen=True, slots=True)
 class ConfigOption:
     key: str
-    type: str  # int | bool | str | duration | enum | map
+    type: str  # int | bool | str | duration | enum | map | ports
     default: Any
     description: str
     allowed: tuple[str, ...] = ()
     minimum: int | None = None
+    maximum: int | None = None
     deprecated_keys: tuple[str, ...] = field(default=())
 
     def expected(self) -> str:
         return {
-            "int": "an integer" + (f" >= {self.minimum}" if self.minimum is not None else ""),
+            "int": _integer_range(self.minimum, self.maximum),
             "bool": "true or false",
             "str": "a string",
             "duration": "a duration such as '10 s' or '500 ms'",
             "enum": "one of " + ", ".join(self.allowed),
             "map": "a map such as 'k1:v1,k2:v2'",
+            "ports": "a port (0-65535), a range such as 9250-9260, or a comma-separated list of both",
         }[self.type]
 
     def parse(self, value: Any) -> Any:
@@ -121,6 +125,7 @@ class ConfigOption:
             "str": str,
             "duration": parse_duration_ms,
             "map": _parse_map,
+            "ports": parse_port_range,
             "enum": lambda v: str(v).strip().upper().replace("-", "_"),
         }
         try:
@@ -129,10 +134,21 @@ class ConfigOption:
             raise ConfigError(f"invalid value {value!r} for {self.key!r}: expected {self.expected()}") from None
         if self.type == "enum" and parsed not in self.allowed:
             raise ConfigError(f"invalid value {value!r} for {self.key!r}: expected {self.expected()}")
-        if self.minimum is not None and parsed < self.minimum:
+        out_of_range = (self.minimum is not None and parsed < self.minimum) or (
+            self.maximum is not None and parsed > self.maximum
+        )
+        if out_of_range:
             raise ConfigError(f"invalid value {value!r} for {self.key!r}: expected {self.expected()}")
         return parsed
 
+
+def _integer_range(minimum: int | None, maximum: int | None) -> str:
+    if minimum is not None and maximum is not None:
+        return f"an integer from {minimum} to {maximum}"
+    return "an integer" + (f" >= {minimum}" if minimum is not None else "")
+
+
+MAX_PORT = 65535  # a TCP port is 16 bits: a larger one fails deep inside bind() (OverflowError)
 
 OPTIONS: dict[str, ConfigOption] = {}
 
@@ -222,12 +238,20 @@ RESTART_DELAY = option("restart-strategy.fixed-delay.delay", "duration", 1000, "
 
 # -- cluster --------------------------------------------------------------------------------
 TASK_SLOTS = option("taskmanager.numberOfTaskSlots", "int", 1, "Slots per TaskManager.", minimum=1)
-REST_PORT = option("rest.port", "int", 8081, "REST port; 0 picks a free one.", minimum=0)
-RPC_PORT = option("jobmanager.rpc.port", "int", 6123, "JobManager RPC port; 0 picks a free one.", minimum=0)
-DATA_PORT = option(
-    "taskmanager.data.port", "int", 0, "Port of slot 0's data server (slot i: port + i); 0 picks free ones.", minimum=0
+REST_PORT = option("rest.port", "int", 8081, "REST port; 0 picks a free one.", minimum=0, maximum=MAX_PORT)
+RPC_PORT = option(
+    "jobmanager.rpc.port", "int", 6123, "JobManager RPC port; 0 picks a free one.", minimum=0, maximum=MAX_PORT
 )
-PROM_PORT = option("metrics.reporter.prom.port", "int", 9249, "Prometheus exporter port.", minimum=0)
+DATA_PORT = option(
+    "taskmanager.data.port",
+    "int",
+    0,
+    "Port of slot 0's data server (slot i: port + i); 0 picks free ones.",
+    minimum=0,
+    maximum=MAX_PORT,
+)
+# Flink's PrometheusReporter port: one port or a range ('9250-9260'); the first free one is bound
+PROM_PORT = option("metrics.reporter.prom.port", "ports", "9249", "Prometheus exporter port or port range.")
 
 # -- bookkeeping: how much of the past the JobManager keeps (Flink's keys and defaults) ----------------
 EXCEPTION_HISTORY_SIZE = option(

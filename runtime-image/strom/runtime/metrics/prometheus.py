@@ -17,16 +17,20 @@ distributions are summaries with Flink's quantiles.
 
 from __future__ import annotations
 
+import errno
+import logging
 import re
 import socketserver
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from strom.common.port_ranges import parse_port_range, port_candidates
 from strom.runtime.metrics.snapshots import COUNTER, GAUGE, HISTOGRAM, METER, MetricsSnapshot, SubtaskMetrics
 
 TASK_PREFIX = "flink_taskmanager_job_task_"
@@ -34,6 +38,8 @@ OPERATOR_PREFIX = "flink_taskmanager_job_task_operator_"
 JOB_PREFIX = "flink_jobmanager_job_"
 JOBMANAGER_PREFIX = "flink_jobmanager_"
 TASKMANAGER_PREFIX = "flink_taskmanager_"
+
+log = logging.getLogger(__name__)
 
 _INVALID = re.compile(r"[^a-zA-Z0-9_:]")
 
@@ -140,29 +146,46 @@ _servers: dict[int, WSGIServer] = {}
 _servers_lock = threading.Lock()
 
 
-def start_exporter(collector_source: SnapshotSource, host: str = "127.0.0.1", port: int = 9249, *,
+def start_exporter(collector_source: SnapshotSource, host: str = "127.0.0.1", port: int | str = 9249, *,
                    tm_id: str = "") -> int:
     """Serve the snapshots of `collector_source` on http://host:port/metrics in a daemon thread,
-    from a registry of its own (never prometheus-client's global one). Port 0 picks a free port;
-    the bound port is returned. An address in use raises OSError naming it. Processes pass the host
-    of metrics.reporter.prom.host, unset = their own bind address (strom.runtime.network.addresses)."""
+    from a registry of its own (never prometheus-client's global one). `port` is a port or, as
+    Flink's PrometheusReporter takes it, a range or list ('9250-9260'): the first free one is bound,
+    so a JobManager and TaskManagers on one host can share one setting. Port 0 picks a free port;
+    the bound port is returned. No free port raises OSError naming the ports and the keys. Processes
+    pass the host of metrics.reporter.prom.host, unset = their own bind address."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(collector_source, tm_id=tm_id))
     app = make_wsgi_app(registry)
-    try:
-        server = make_server(host, port, app, _ThreadingWSGIServer, handler_class=_QuietHandler)
-    except OSError as e:
-        raise OSError(
-            e.errno,
-            f"cannot start the Prometheus exporter on {host}:{port} "
-            f"(metrics.reporter.prom.host, metrics.reporter.prom.port): {e.strerror}",
-        ) from e
+    server = _bind_first_free(host, port, app)
     bound = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, name=f"prometheus-exporter:{bound}", daemon=True)
     thread.start()
     with _servers_lock:
         _servers[bound] = server
     return bound
+
+
+def _bind_first_free(host: str, port: int | str, app: Any) -> WSGIServer:
+    last: OSError | None = None
+    for candidate in port_candidates(port):
+        try:
+            return make_server(host, candidate, app, _ThreadingWSGIServer, handler_class=_QuietHandler)
+        except OSError as e:
+            if e.errno not in (errno.EADDRINUSE, errno.EACCES):
+                last = e
+                break  # a host that is not this machine's fails on every port alike
+            log.debug("Prometheus exporter: port %d on %s is taken, trying the next one", candidate, host)
+            last = e
+    assert last is not None  # a port list is never empty
+    ports = port if isinstance(port, int) else parse_port_range(port)
+    taken = "every port is in use" if last.errno == errno.EADDRINUSE else last.strerror
+    raise OSError(
+        last.errno,
+        f"cannot start the Prometheus exporter on {host}:{ports} "
+        f"(metrics.reporter.prom.host, metrics.reporter.prom.port): {taken}; "
+        "give a free port or a range such as 9250-9260",
+    )
 
 
 def stop_exporter(port: int) -> None:
