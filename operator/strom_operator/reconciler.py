@@ -40,7 +40,7 @@ from strom_operator.batch.batch_reconciler import BatchReconciler, is_batch
 from strom_operator.builders import build_job_objects, scaling_of
 from strom_operator.cluster_secret import ensure_cluster_secret
 from strom_operator.deletion import next_deletion_step
-from strom_operator.derived_status import DERIVED_CONDITIONS, with_derived_fields
+from strom_operator.derived_status import DERIVED_CONDITIONS, DERIVED_READY_REASONS, with_derived_fields
 from strom_operator.ha_data import (
     BEST_EFFORT,
     NO_CLEANUP,
@@ -450,14 +450,18 @@ class Reconciler:
             if e.status == 404:
                 return
             raise
+        posted: set[str] = set()
         for cond in after.conditions:
             old = before.condition(cond.type)
             if old is not None and (old.status, old.reason, old.message) == (cond.status, cond.reason, cond.message):
                 continue
             if cond.reason in FAILURE_REASONS:
                 continue  # posted by _failed, once per occurrence (aggregated)
-            if cond.type in DERIVED_CONDITIONS:
-                continue  # kstatus' view of the conditions above: their events are posted already
+            if cond.type in DERIVED_CONDITIONS or (cond.type == "Ready" and cond.reason in DERIVED_READY_REASONS):
+                continue  # views of the lifecycle's conditions (derived_status.py): their events are posted already
+            if (cond.reason or cond.type) in posted:
+                continue  # one change, one Event: e.g. a batch submission sets Ready and Progressing to Submitted
+            posted.add(cond.reason or cond.type)
             warning = cond.reason in WARNING_REASONS and cond.status in ("True", "False") and not (
                 cond.type == "Degraded" and cond.status == "False")
             self.post_event(body, "Warning" if warning else "Normal", cond.reason or cond.type,

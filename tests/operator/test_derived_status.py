@@ -63,3 +63,31 @@ def test_deriving_twice_changes_nothing():
     _, status, _ = deploy_stable()
     once = with_derived_fields(status, REF, batch=False, now=T0)
     assert with_derived_fields(once, REF, batch=False, now=T0) == once
+
+
+def test_a_first_deployment_has_ready_false_from_its_first_status_write():
+    step = next_step(make_spec(), FlinkJobStatus(), ObservedJob(), now=T0, generation=1)
+    assert step.status.condition("Ready") is None  # the lifecycle does not know yet ...
+    derived = with_derived_fields(step.status, REF, batch=False, now=T0)
+    ready = derived.condition("Ready")  # ... what is written says it is not ready, and why
+    assert (ready.status, ready.reason, ready.message) == ("False", "Deploying", "first deployment")
+
+
+def test_the_derived_ready_follows_progressing_and_yields_to_the_lifecycles_and_to_failures():
+    from strom_operator.action_failures import ActionFailure, with_failure, without_failure
+
+    first = with_derived_fields(FlinkJobStatus(lifecycle_state="DEPLOYED").with_condition(
+        "Progressing", "True", "Deployed", "waiting for the job to reach RUNNING", T0), REF, batch=False, now=T0)
+    assert conditions(first)["Ready"] == ("False", "Deploying")
+    assert first.condition("Ready").message == "waiting for the job to reach RUNNING"
+    timed_out = with_derived_fields(first.with_condition("Progressing", "False", "DeploymentTimeout", "not RUNNING",
+                                                         T0), REF, batch=False, now=T0)
+    assert (conditions(timed_out)["Ready"], timed_out.condition("Ready").message) == (("False", "NotReady"),
+                                                                                      "not RUNNING")
+    refused = with_derived_fields(with_failure(first, ActionFailure("Forbidden", "cannot create"), T0), REF,
+                                  batch=False, now=T0)
+    assert conditions(refused)["Ready"] == ("False", "Forbidden")
+    assert conditions(with_derived_fields(without_failure(refused), REF, batch=False, now=T0))["Ready"] == (
+        "False", "Deploying")
+    running = first.with_condition("Ready", "True", "JobRunning", "the job is RUNNING", T0)
+    assert with_derived_fields(running, REF, batch=False, now=T0).condition("Ready") == running.condition("Ready")

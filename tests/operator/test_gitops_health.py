@@ -316,3 +316,54 @@ def test_every_lifecycle_state_and_condition_type_has_a_fixture():
     assert {s.get("lifecycleState") for s in statuses} >= set(LIFECYCLE_STATES)
     assert {x["type"] for s in statuses for x in s.get("conditions", ())} == set(CONDITION_TYPES)
     assert set(FIXTURES) == set(EXPECTED)
+
+
+# -- Ready, Reconciling and Stalled as the operator writes them ------------------------------------
+
+# Fixtures whose status has no Ready of the lifecycle's: the Ready=False the operator derives
+# (derived_status.py), by hand: (reason, message).
+DERIVED_READY: dict[str, tuple[str, str]] = {
+    "CREATED first deployment": ("Deploying", "first deployment"),
+    "DEPLOYED waiting for RUNNING": ("Deploying", "waiting for the job to reach RUNNING"),
+    "DEPLOYED timed out": ("NotReady", "not RUNNING"),
+    "ROLLING_BACK": ("Deploying", "the job FAILED after deployment"),
+}
+
+
+def as_written(name: str) -> dict[str, Any]:
+    """The fixture's object with its status passed through what the reconciler does before each write."""
+    from strom_operator.derived_status import with_derived_fields
+    from strom_operator.labels import FlinkJobRef
+    from strom_operator.status import FlinkJobStatus
+
+    from tests.operator.fakes import T0
+
+    obj = copy.deepcopy(flinkjob(name))
+    status = FlinkJobStatus.from_dict(obj["status"])
+    written = with_derived_fields(status, FlinkJobRef("ns", "wc", "uid"), batch="batch" in obj["status"], now=T0)
+    obj["status"] = written.to_dict()
+    return obj
+
+
+@pytest.mark.parametrize("name", [n for n in FIXTURES if FIXTURES[n][0] is not None])
+def test_every_status_written_has_ready_reconciling_and_stalled_and_the_same_health(name):
+    obj = as_written(name)
+    conditions = {x["type"]: x for x in obj["status"]["conditions"]}
+    assert {"Ready", "Reconciling", "Stalled"} <= set(conditions)
+    given = {x["type"]: x for x in FIXTURES[name][0]["conditions"]}.get("Ready")
+    ready = conditions["Ready"]
+    if given is not None:  # the lifecycle's or a failure's Ready is kept as it is
+        assert (ready["status"], ready["reason"]) == (given["status"], given["reason"])
+    else:
+        assert (ready["status"], ready["reason"], ready["message"]) == ("False", *DERIVED_READY[name])
+    assert not (conditions["Reconciling"]["status"] == "True" and conditions["Stalled"]["status"] == "True")
+    expected = "Terminating" if obj["metadata"].get("deletionTimestamp") else EXPECTED[name][1]
+    assert kstatus_health(obj) == expected
+    if name != "DELETING":
+        pytest.importorskip("lupa", reason="lupa is in the [test] extra")
+        assert argocd_health(obj, _lua())["status"] == EXPECTED[name][0]
+
+
+def test_the_fixtures_without_a_ready_are_the_derived_table():
+    assert {n for n, (s, _, _) in FIXTURES.items() if s is not None and
+            not any(x["type"] == "Ready" for x in s.get("conditions", ()))} == set(DERIVED_READY)
