@@ -34,7 +34,12 @@ class SourceReader(ABC):
     @abstractmethod
     def poll(self, max_records: int) -> list[Any] | None:
         """Up to max_records records; [] when none are available now (may wait briefly);
-        None when the reader has no more records, ever."""
+        None when the reader has no more records, ever.
+
+        A reader that waits (a rate limit, an empty poll of an external system, a pause between
+        directory scans) returns [] after the wait, never records: the task counts the time of a
+        poll that returned [] as idle (busyTimeMsPerSecond excludes it), as Flink's sources report
+        NOTHING_AVAILABLE and wait on their availability future."""
 
     def pending_records(self) -> int | None:
         """Records this reader still has to emit (its backlog, reported as Flink's `pendingRecords`

@@ -75,10 +75,11 @@ class DataGeneratorReader(SourceReader):
         if self._bucket is not None:
             n = self._bucket.take(n)
             if n == 0:
+                # Wait for the next permit, then say "nothing available" ([]) rather than emit: the task
+                # counts a poll that gave nothing as idle, so the wait is idle time, as behind the
+                # availability future of Flink's RateLimitedSourceReader. The next poll takes the permit.
                 self._cancelled.wait(min(_MAX_POLL_WAIT_S, self._bucket.seconds_until_next()))
-                n = self._bucket.take(1)
-                if n == 0:
-                    return []
+                return []
         indexes = self._cursor.take(n) or []
         gen = self._generate
         return [gen(i) for i in indexes]

@@ -146,8 +146,11 @@ class SocketTextReader(SourceReader):
     def _read(self) -> list[Any] | None:
         sock = self._sock
         assert sock is not None
-        readable, _, _ = select.select([sock], [], [], _MAX_POLL_WAIT_S)
+        readable, _, _ = select.select([sock], [], [], 0)
         if not readable:
+            # Wait for data, then report "nothing available": the task counts such a poll as idle, so
+            # a quiet socket is idle time; the next poll reads what arrived.
+            select.select([sock], [], [], _MAX_POLL_WAIT_S)
             return []
         try:
             data = sock.recv(_RECV_BYTES)

@@ -87,12 +87,14 @@ class SourceFunctionReader(SourceReader):
             if not self._values:
                 if self._done:
                     return None
+                # Wait for the function's next record, then report "nothing available" ([]) even if it
+                # came: the task counts such a poll as idle, so a function that sleeps between records
+                # (a rate-limited source) shows as idle, not busy. The next poll takes what arrived.
                 self._cond.wait(_MAX_POLL_WAIT_S)
                 if self._failure is not None:
                     raise self._failure
-                if not self._values:
-                    self.last_timestamps = None
-                    return [] if not self._done else None
+                self.last_timestamps = None
+                return [] if self._values or not self._done else None
             values, ts = self._values, self._timestamps
             if len(values) > max_records:
                 self._values = values[max_records:]
