@@ -19,12 +19,18 @@ import sys
 import time
 from typing import Any
 
-from strom.connectors.base import SourceReaderContext
-from strom.connectors.nexmark import NexmarkConfig, NexmarkSource
+try:  # the generator is numpy-vectorised; numpy is the [nexmark] extra, not a core dependency
+    import numpy  # noqa: F401
+except ImportError:
+    sys.exit("python -m benchmarks.nexmark needs numpy, which the [nexmark] extra installs: "
+             "pip install -e '.[nexmark]'")
 
-from benchmarks.nexmark.queries import QUERIES
-from benchmarks.nexmark.reference import REFERENCES
-from benchmarks.nexmark.runner import RunFigures, run_timed
+from strom.connectors.base import SourceReaderContext  # noqa: E402 - after the extra's check
+from strom.connectors.nexmark import NexmarkConfig, NexmarkSource  # noqa: E402
+
+from benchmarks.nexmark.queries import QUERIES  # noqa: E402
+from benchmarks.nexmark.reference import REFERENCES  # noqa: E402
+from benchmarks.nexmark.runner import RunFigures, run_timed  # noqa: E402
 
 REFERENCE_EVENTS_MAX = 200_000  # the reference holds its input in memory; its rate is measured on a prefix
 FLINK_PER_CORE = {  # Nexmark's published Flink 1.13 figures (RocksDB, exactly-once checkpoints), events/s/core
