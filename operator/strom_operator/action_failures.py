@@ -2,11 +2,11 @@
 a Warning Event (aggregated: event_recorder.py).
 
 Whatever the operator could not do in a pass (the API server refused an object: RBAC, admission, an
-invalid field; the API or S3 did not answer; the S3 credentials Secret is missing) is classified
-here into one CamelCase reason and a one-line message naming what was being done, the object and
-the server's own words. The pass is retried with a growing delay (`retry_delay`); the first pass
-that gets through removes the condition again (`without_failure`). Pure: the reconciler catches,
-this decides.
+invalid field; the API or S3 did not answer; the S3 credentials Secret is missing; cert-manager has
+not issued the TLS Secret yet) is classified here into one CamelCase reason and a one-line message
+naming what was being done, the object and the server's own words. The pass is retried with a
+growing delay (`retry_delay`); the first pass that gets through removes the condition again
+(`without_failure`). Pure: the reconciler catches, this decides.
 """
 
 from __future__ import annotations
@@ -33,8 +33,10 @@ API_ERROR = "ApiError"
 S3_UNREACHABLE = "S3Unreachable"
 S3_ACCESS_DENIED = "S3AccessDenied"
 S3_CREDENTIALS_MISSING = "S3CredentialsMissing"
+TLS_CERTIFICATE_PENDING = "TlsCertificatePending"
 FAILURE_REASONS = frozenset({FORBIDDEN, INVALID, ADMISSION_DENIED, CONFLICT, NOT_FOUND, UNAUTHORIZED, API_UNREACHABLE,
-                             API_ERROR, S3_UNREACHABLE, S3_ACCESS_DENIED, S3_CREDENTIALS_MISSING})
+                             API_ERROR, S3_UNREACHABLE, S3_ACCESS_DENIED, S3_CREDENTIALS_MISSING,
+                             TLS_CERTIFICATE_PENDING})
 
 _S3_DENIED_WORDS = ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "Forbidden", "403")
 
@@ -45,6 +47,10 @@ class S3CredentialsMissing(Exception):
 
 class S3Unavailable(Exception):
     """Reading or removing S3 data failed; the message names the URI and the cause."""
+
+
+class TlsSecretPending(Exception):
+    """The Secret <name>-tls is not there yet (cert-manager has not issued it) or lacks a key (tls_secret.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +66,8 @@ def failure_of(error: BaseException, *, doing: str) -> ActionFailure:
                                                   f"{error.api_message}")
     if isinstance(error, S3CredentialsMissing):
         return ActionFailure(S3_CREDENTIALS_MISSING, f"{doing}: {error}")
+    if isinstance(error, TlsSecretPending):
+        return ActionFailure(TLS_CERTIFICATE_PENDING, f"{doing}: {error}")
     text = str(error) or type(error).__name__
     reason = S3_ACCESS_DENIED if any(w in text for w in _S3_DENIED_WORDS) else S3_UNREACHABLE
     return ActionFailure(reason, f"{doing}: {text}")

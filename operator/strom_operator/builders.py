@@ -1,8 +1,10 @@
 """All Kubernetes objects of a deployed FlinkJob, in the order they are applied.
 
-The config first (pods mount it), then the Service (TaskManagers dial it), then the JobManager
-and TaskManager Deployments. Each object is built by its own module; this is the one list a
-handler applies for a `DeployJob` step. The autoscaler's per-vertex parallelism reaches the job
+The config first (pods mount it), the NetworkPolicy (spec.security.networkPolicy, before any pod
+exists that it guards), then the Service (TaskManagers dial it), then the JobManager and TaskManager
+Deployments. The Secrets the pods read (cluster secret, TLS material) are made before this list,
+once, and never applied (cluster_secret.py, tls_secret.py). Each object is built by its own module;
+this is the one list a handler applies for a `DeployJob` step. The autoscaler's per-vertex parallelism reaches the job
 as the engine option `pipeline.jobvertex-parallelism-overrides` and sizes the TaskManagers.
 """
 
@@ -16,6 +18,7 @@ from strom_operator.autoscaler.scaling import PARALLELISM_OVERRIDES_KEY, paralle
 from strom_operator.configmap import build_configmap
 from strom_operator.jobmanager import build_jobmanager_deployment, build_jobmanager_service
 from strom_operator.labels import FlinkJobRef
+from strom_operator.network_policy import OperatorPods, build_network_policy
 from strom_operator.spec import FlinkJobSpec
 from strom_operator.status import Scaling
 from strom_operator.taskmanager import build_taskmanager_deployment, taskmanager_replicas
@@ -37,10 +40,14 @@ def slots_needed(spec: FlinkJobSpec, vertex_parallelism: Mapping[str, int] | Non
 
 def build_job_objects(ref: FlinkJobRef, spec: FlinkJobSpec, *, restore_from: str | None = None,
                       allow_non_restored_state: bool = False,
-                      vertex_parallelism: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
+                      vertex_parallelism: Mapping[str, int] | None = None,
+                      operator: OperatorPods | None = None) -> list[dict[str, Any]]:
+    """`operator`: where the operator's pods are, whom the NetworkPolicy lets reach REST."""
     deployed = with_vertex_parallelism(spec, vertex_parallelism)
+    policy = [build_network_policy(ref, spec, operator)] if spec.security.network_policy.enabled else []
     return [
         build_configmap(ref, deployed),
+        *policy,
         build_jobmanager_service(ref),
         build_jobmanager_deployment(ref, deployed, restore_from=restore_from,
                                     allow_non_restored_state=allow_non_restored_state),

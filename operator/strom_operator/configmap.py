@@ -25,6 +25,7 @@ from strom_operator.labels import (
 )
 from strom_operator.operator_options import OPERATOR_PREFIX
 from strom_operator.spec import FlinkJobSpec
+from strom_operator.tls_secret import tls_configuration
 from strom_operator.validation import duration_seconds
 
 CONFIG_FILE = "config.yaml"
@@ -72,6 +73,8 @@ def engine_configuration(ref: FlinkJobRef, spec: FlinkJobSpec) -> dict[str, str]
         conf["state.savepoints.dir"] = sp.dir
     if spec.s3.endpoint:
         conf["s3.endpoint"] = spec.s3.endpoint
+    if spec.security.tls.enabled:  # the Secret <name>-tls mounted at /opt/strom/tls (tls_secret.py)
+        conf.update(tls_configuration())
     for key, value in spec.flink_configuration.items():
         if not key.startswith(OPERATOR_PREFIX):  # the operator's own options stay with the operator
             conf[key] = value

@@ -4,7 +4,9 @@ In the cluster: its Service's DNS name, `http://<name>-jobmanager.<namespace>.sv
 operator run outside the cluster (development, the integration tests' process kubelet) cannot
 resolve that, so a JSON file may map `"<namespace>/<service>"` to a base URL
 (`--jobmanager-url-map FILE` or `STROM_OPERATOR_JOBMANAGER_URL_MAP`). The file is read again when
-it changes: the mapping follows JobManagers that come and go.
+it changes: the mapping follows JobManagers that come and go. A JobManager deployed with TLS
+(`tls`, jobmanager_tls.py) is reached over https at the same address; `tls_for(url)` gives the
+client the context and the name to check for a URL handed out here.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 
+from strom_operator.jobmanager_tls import JobManagerTls, TlsTarget
 from strom_operator.labels import REST_PORT, FlinkJobRef, jobmanager_name
 
 URL_MAP_ENV = "STROM_OPERATOR_JOBMANAGER_URL_MAP"
@@ -28,9 +31,26 @@ class JobManagerEndpoints:
         self.map_file = map_file if map_file is not None else os.environ.get(URL_MAP_ENV) or None
         self._mtime: float | None = None
         self._map: dict[str, str] = {}
+        self.tls = JobManagerTls()
+        self._tls_urls: dict[str, TlsTarget] = {}  # https base URL handed out -> its target
 
     def url(self, ref: FlinkJobRef) -> str:
-        return self._overrides().get(f"{ref.namespace}/{jobmanager_name(ref)}") or service_url(ref)
+        base = self._overrides().get(f"{ref.namespace}/{jobmanager_name(ref)}") or service_url(ref)
+        target = self.tls.target(ref.namespace, ref.name)
+        if target is None:
+            return base
+        base = "https://" + base.split("://", 1)[-1]
+        self._tls_urls[base.rstrip("/")] = target
+        return base
+
+    def tls_for(self, url: str) -> TlsTarget | None:
+        """The TLS target of a URL under a base URL `url()` gave for a JobManager with TLS."""
+        if not url.startswith("https://"):
+            return None
+        for base, target in self._tls_urls.items():
+            if url == base or url.startswith(base + "/"):
+                return target
+        return None
 
     def _overrides(self) -> dict[str, str]:
         if not self.map_file:

@@ -38,6 +38,12 @@ def jobmanager_args(spec: FlinkJobSpec, *, restore_from: str | None, allow_non_r
     return args + ["--", *spec.job.args] if spec.job.args else args
 
 
+def readiness_check(spec: FlinkJobSpec) -> dict[str, Any]:
+    if spec.security.tls.enabled:
+        return {"tcpSocket": {"port": "rest"}}
+    return {"httpGet": {"path": "/overview", "port": "rest"}}
+
+
 def build_jobmanager_deployment(ref: FlinkJobRef, spec: FlinkJobSpec, *, restore_from: str | None = None,
                                 allow_non_restored_state: bool = False) -> dict[str, Any]:
     container = {
@@ -45,9 +51,10 @@ def build_jobmanager_deployment(ref: FlinkJobRef, spec: FlinkJobSpec, *, restore
         "command": ["strom"],
         "args": jobmanager_args(spec, restore_from=restore_from, allow_non_restored_state=allow_non_restored_state),
         "ports": [{"name": name, "containerPort": port, "protocol": "TCP"} for name, port in PORTS],
-        # Ready when the REST API answers; alive while the REST port accepts connections.
-        "readinessProbe": {"httpGet": {"path": "/overview", "port": "rest"}, "periodSeconds": 5,
-                           "failureThreshold": 3},
+        # Ready when the REST API answers; alive while the REST port accepts connections. With TLS, REST
+        # asks every client for a certificate of the job's CA, which the kubelet's probe has none of:
+        # then ready once the REST port accepts connections.
+        "readinessProbe": {**readiness_check(spec), "periodSeconds": 5, "failureThreshold": 3},
         "livenessProbe": {"tcpSocket": {"port": "rest"}, "initialDelaySeconds": 30, "periodSeconds": 10,
                           "failureThreshold": 6},
     }

@@ -11,11 +11,13 @@ returned, because one that ignores `triggerId` picks its own.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import aiohttp
 
+from strom_operator.jobmanager_tls import TlsTarget
 from strom_operator.observed import SavepointTrigger
 
 DEFAULT_TIMEOUT_S = 5.0
@@ -78,11 +80,15 @@ class JobManagerClient(Protocol):
 
 
 class RestJobManagerClient:
-    """`JobManagerClient` over HTTP. One aiohttp session, opened lazily on the running loop."""
+    """`JobManagerClient` over HTTP. One aiohttp session, opened lazily on the running loop. `tls`
+    gives an https URL its client context and the server name to check (endpoints.tls_for): a
+    JobManager with spec.security.tls asks for the job's certificate (mutual TLS)."""
 
-    def __init__(self, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(self, *, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 tls: Callable[[str], TlsTarget | None] | None = None) -> None:
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._session: aiohttp.ClientSession | None = None
+        self._tls = tls
 
     async def close(self) -> None:
         if self._session is not None:
@@ -96,8 +102,10 @@ class RestJobManagerClient:
 
     async def _request(self, method: str, url: str, *, json_body: Any = None, params: dict[str, str] | None = None,
                        ) -> Any:
+        tls = self._tls(url) if self._tls is not None else None
+        kwargs: dict[str, Any] = {"ssl": tls.context, "server_hostname": tls.server_hostname} if tls else {}
         try:
-            async with self._client().request(method, url, json=json_body, params=params) as r:
+            async with self._client().request(method, url, json=json_body, params=params, **kwargs) as r:
                 text = await r.text()
                 if r.status >= 400:
                     raise JobManagerError(method, url, r.status, _errors_of(text))

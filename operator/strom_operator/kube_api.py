@@ -61,6 +61,8 @@ _KINDS: dict[str, tuple[str, str]] = {
     "Role": ("/apis/rbac.authorization.k8s.io/v1", "roles"),
     "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings"),
     "FlinkJob": ("/apis/strom.io/v1beta1", "flinkjobs"),
+    "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies"),
+    "Certificate": ("/apis/cert-manager.io/v1", "certificates"),  # cert-manager's (tls_secret.py)
 }
 
 

@@ -4,6 +4,8 @@ jobmanager.py and taskmanager.py give the container's command, ports, probes and
 variables; this module wraps it into a pod with the ConfigMap mounted at /opt/strom/conf, S3
 credentials as environment variables from the Secret (secretKeyRef: the values never pass through
 the operator), the cluster secret the same way (from the FlinkJob's own Secret, cluster_secret.py),
+the TLS Secret at /opt/strom/tls when spec.security.tls is on (tls_secret.py), the securityContext and
+the emptyDirs a read-only root filesystem needs (pod_security.py),
 Prometheus' scrape annotations, and the user's podTemplates merged in
 (spec.podTemplate, then the component's; Kubernetes' strategic merge, so the user's env entries join
 ours by name).
@@ -24,8 +26,16 @@ from strom_operator.labels import (
     labels,
     selector_labels,
 )
+from strom_operator.pod_security import (
+    ENGINE_WRITABLE_DIRS,
+    container_security_context,
+    pod_security_context,
+    writable_mounts,
+    writable_volumes,
+)
 from strom_operator.podtemplates import merge_pod_templates
 from strom_operator.spec import FlinkJobSpec, Resources
+from strom_operator.tls_secret import tls_volume, tls_volume_mount
 
 CONFIG_VOLUME = "strom-config"
 CREDENTIAL_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
@@ -60,19 +70,25 @@ def build_pod_template(ref: FlinkJobRef, spec: FlinkJobSpec, *, component: str,
     """The pod template of a component, with `container` as its main container. The container's own
     `env` comes first (the pod's own variables, such as POD_IP, which later values may refer to)."""
     own_env = list(container.get("env") or ())
+    tls = spec.security.tls.enabled
+    mounts = [{"name": CONFIG_VOLUME, "mountPath": CONF_DIR, "readOnly": True},
+              *([tls_volume_mount()] if tls else []), *writable_mounts(ENGINE_WRITABLE_DIRS)]
     main = {
         "name": container["name"],
         "image": spec.image,
         "imagePullPolicy": spec.image_pull_policy,
         "resources": container_resources(resources),
-        "volumeMounts": [{"name": CONFIG_VOLUME, "mountPath": CONF_DIR, "readOnly": True}],
+        "volumeMounts": mounts,
+        "securityContext": container_security_context(),
         **container,
         # the cluster secret only here: Spark's batch pods (container_env's other users) speak no Strom RPC
         "env": own_env + container_env(spec) + [cluster_secret_env(ref)],
     }
     pod_spec: dict[str, Any] = {
+        "securityContext": pod_security_context(),
         "containers": [main],
-        "volumes": [{"name": CONFIG_VOLUME, "configMap": {"name": configmap_name(ref)}}],
+        "volumes": [{"name": CONFIG_VOLUME, "configMap": {"name": configmap_name(ref)}},
+                    *([tls_volume(ref)] if tls else []), *writable_volumes(ENGINE_WRITABLE_DIRS)],
     }
     if spec.service_account:
         pod_spec["serviceAccountName"] = spec.service_account

@@ -8,6 +8,7 @@ Operator's FlinkDeployment where it has the concept.
 from __future__ import annotations
 
 from strom_operator.batch.spark_spec import SPARK, restart_policy_schema
+from strom_operator.schema_security import SECURITY
 from strom_operator.schema_types import (
     Schema,
     array,
@@ -165,6 +166,7 @@ SPEC: Schema = obj("Desired state of a Strom streaming (or batch) job on Kuberne
     "savepoints": SAVEPOINTS,
     "s3": S3,
     "autoscaler": AUTOSCALER,
+    "security": SECURITY,
     "flinkConfiguration": string_map(
         "Engine configuration (Flink keys such as execution.buffer-timeout), written to the ConfigMap's "
         "config.yaml; kubernetes.operator.* keys tune the operator for this job."),

@@ -110,6 +110,53 @@ class AutoscalerSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class IssuerRef:
+    """A cert-manager issuer (spec.security.tls.issuerRef)."""
+
+    name: str
+    kind: str = "Issuer"
+    group: str = "cert-manager.io"
+
+
+@dataclass(frozen=True, slots=True)
+class TlsSpec:
+    enabled: bool = False
+    issuer_ref: IssuerRef | None = None  # None: the operator generates the material
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkPolicySpec:
+    enabled: bool = True
+    metrics_namespace_selector: Mapping[str, Any] | None = None  # None: every namespace
+
+
+@dataclass(frozen=True, slots=True)
+class SecuritySpec:
+    """spec.security (schema_security.py)."""
+
+    tls: TlsSpec = TlsSpec()
+    network_policy: NetworkPolicySpec = NetworkPolicySpec()
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SecuritySpec:
+        tls, np = d.get("tls") or {}, d.get("networkPolicy") or {}
+        issuer = tls.get("issuerRef")
+        return cls(TlsSpec(bool(tls.get("enabled", False)),
+                           IssuerRef(str(issuer.get("name", "")), str(issuer.get("kind", "Issuer")),
+                                     str(issuer.get("group", "cert-manager.io"))) if issuer else None),
+                   NetworkPolicySpec(bool(np.get("enabled", True)), np.get("metricsNamespaceSelector")))
+
+    def to_dict(self) -> dict[str, Any]:
+        tls: dict[str, Any] = {"enabled": self.tls.enabled}
+        if self.tls.issuer_ref is not None:
+            i = self.tls.issuer_ref
+            tls["issuerRef"] = {"name": i.name, "kind": i.kind, "group": i.group}
+        np: dict[str, Any] = {"enabled": self.network_policy.enabled}
+        _put(np, "metricsNamespaceSelector", copy.deepcopy(self.network_policy.metrics_namespace_selector))
+        return {"tls": tls, "networkPolicy": np}
+
+
+@dataclass(frozen=True, slots=True)
 class FlinkJobSpec:
     """The desired state of one FlinkJob. Mappings inside are treated as read-only."""
 
@@ -124,6 +171,7 @@ class FlinkJobSpec:
     savepoints: SavepointsSpec = SavepointsSpec()
     s3: S3Spec = S3Spec()
     autoscaler: AutoscalerSpec = AutoscalerSpec()
+    security: SecuritySpec = SecuritySpec()
     flink_configuration: Mapping[str, str] = field(default_factory=dict)
     restart_nonce: int | None = None
     pod_template: Mapping[str, Any] = field(default_factory=dict)
@@ -161,6 +209,7 @@ class FlinkJobSpec:
                                       sp["onDeletion"]),
             s3=S3Spec(s3.get("endpoint"), s3.get("credentialsSecret")),
             autoscaler=AutoscalerSpec.from_dict(d["autoscaler"]),
+            security=SecuritySpec.from_dict(d["security"]),
             flink_configuration={str(k): str(v) for k, v in (d.get("flinkConfiguration") or {}).items()},
             restart_nonce=d.get("restartNonce"),
             pod_template=d.get("podTemplate") or {},
@@ -196,6 +245,7 @@ class FlinkJobSpec:
         _put(out["s3"], "endpoint", self.s3.endpoint)
         _put(out["s3"], "credentialsSecret", self.s3.credentials_secret)
         out["autoscaler"] = self.autoscaler.to_dict()
+        out["security"] = self.security.to_dict()
         _put(out, "flinkConfiguration", dict(self.flink_configuration) or None)
         _put(out, "restartNonce", self.restart_nonce)
         _put(out, "podTemplate", copy.deepcopy(dict(self.pod_template)) or None)

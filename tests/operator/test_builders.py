@@ -25,9 +25,9 @@ def _config(spec) -> dict:
 
 def test_every_object_has_labels_and_a_controller_owner_reference():
     objects = build_job_objects(REF, make_spec())
-    assert [o["kind"] for o in objects] == ["ConfigMap", "Service", "Deployment", "Deployment"]
+    assert [o["kind"] for o in objects] == ["ConfigMap", "NetworkPolicy", "Service", "Deployment", "Deployment"]
     components = [o["metadata"]["labels"]["app.kubernetes.io/component"] for o in objects]
-    assert components == ["config", "jobmanager", "jobmanager", "taskmanager"]
+    assert components == ["config", "config", "jobmanager", "jobmanager", "taskmanager"]
     for o in objects:
         labels = o["metadata"]["labels"]
         assert labels["app.kubernetes.io/name"] == "strom"
