@@ -22,6 +22,7 @@ from typing import Any, TextIO
 import yaml
 
 from strom import __version__
+from strom.cli_help import COMMAND_HELP, TOP
 from strom.common.config_options import (
     OPTIONS,
     PARALLELISM,
@@ -30,52 +31,11 @@ from strom.common.config_options import (
     ConfigError,
 )
 from strom.common.configuration import Configuration
+from strom.runtime.shutdown_signals import exit_status, signal_name, stop_on_signals
 
 EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
-USAGE = """\
-usage: strom [--version] [--help] <command> [<args>]
-
-Commands:
-  run          Run a job file on a local mini-cluster (JobManager + TaskManager processes)
-               and wait until it finishes; --threads runs it in this process instead.
-  jobmanager   Start a JobManager (session mode), or with --job PATH run that job in it
-               (application mode) and exit with its outcome.
-  taskmanager  Start a TaskManager that registers with --jobmanager HOST:PORT (RPC; default
-               jobmanager.rpc.address:jobmanager.rpc.port). It advertises taskmanager.host, unset =
-               its address on the route to the JobManager; data servers bind taskmanager.bind-host.
-
-strom run JOB.py [job args...] [options]
-
-  Runs JOB.py as __main__ with sys.argv = [JOB.py, job args...]. Options may come
-  before or after the job file; arguments after `--` all go to the job.
-
-  -p, --parallelism N     default parallelism (parallelism.default)
-  -D key=value            set a configuration option; repeatable
-  --config FILE           YAML configuration file (flat `a.b: v` keys or nested maps);
-                          default: $STROM_CONF_DIR/config.yaml if it exists
-  --taskmanagers K        start K TaskManagers (default: as many as the job's slots need)
-  --detached              submit to the running cluster at --jobmanager HOST:PORT (REST,
-                          default localhost:8081), print the job id and return
-  --threads               run in this process's threads instead of a mini-cluster
-  --from-savepoint PATH   restore the job from a savepoint (execution.savepoint.path)
-  --allow-non-restored-state
-                          restore even if the savepoint has state of operators the job
-                          lacks (execution.savepoint.ignore-unclaimed-state)
-  --runtime-mode MODE     streaming | batch | automatic (execution.runtime-mode); batch runs
-                          the bounded job on Spark (local[*] unless --spark-master), with no
-                          mini-cluster; -D spark.* keys pass through to Spark
-  --spark-master URL      Spark master for BATCH mode (spark.master), e.g. local[4], spark://h:7077
-  --log-level LEVEL       logging level (default WARNING)
-  -h, --help              show this help
-
-  Precedence: defaults < config file < -D < --parallelism. Keys are Flink's
-  (parallelism.default, execution.buffer-timeout, pipeline.auto-watermark-interval, ...);
-  an unknown key or ill-typed value is an error naming the key.
-
-Exit status: 0 when the job finished, 1 when it failed (the traceback goes to stderr),
-2 for a usage or configuration error, 130 when interrupted (Ctrl-C cancels the job).
-"""
+USAGE = TOP  # `strom --help`
 
 
 class UsageError(ValueError):
@@ -236,6 +196,14 @@ def build_configuration(request: RunRequest, environ: Mapping[str, str]) -> Conf
 # -- running ----------------------------------------------------------------------------------
 
 
+def syntax_error_line(error: SyntaxError) -> str:
+    """`file:line: message`, as compilers say it: the traceback of a syntax error shows only runpy."""
+    where = error.filename
+    if where and os.path.isabs(where) and not os.path.relpath(where).startswith(".."):
+        where = os.path.relpath(where)
+    return f"{where or '<job>'}:{error.lineno or '?'}: {error.msg}"
+
+
 def _user_traceback(error: BaseException, job_path: str) -> str:
     """The traceback from the job file's first frame on: the CLI's and runpy's frames are noise."""
     tb = error.__traceback__
@@ -252,10 +220,12 @@ def run_job(
     *,
     stderr: TextIO | None = None,
     executor: Any = None,
+    interrupted: str = "the job was cancelled",
 ) -> int:
     """Run a job file as __main__ with `configuration` as the context of its environments and
     `executor` running what it executes (None: in-process threads).
-    Returns the exit status: 0 finished, 1 failed (reported on stderr)."""
+    Returns the exit status: 0 finished, 1 failed (reported on stderr), 128 + N stopped by signal N
+    (`interrupted` says what became of the job)."""
     from strom.datastream.stream_execution_environment import NoOperatorsError, set_context
     from strom.runtime.local_executor import JobExecutionError
 
@@ -282,9 +252,12 @@ def run_job(
             return e.code or EXIT_OK
         print(e.code, file=err)
         return EXIT_JOB_FAILED
-    except KeyboardInterrupt:
-        print("strom: interrupted; the job was cancelled", file=err)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as e:
+        print(f"strom: stopped by {signal_name(e)}; {interrupted}", file=err)
+        return exit_status(e)
+    except SyntaxError as e:
+        print(f"strom: error: {syntax_error_line(e)}", file=err)
+        return EXIT_JOB_FAILED
     except NoOperatorsError as e:
         print(f"strom: error: {path}: {e}", file=err)
         return EXIT_JOB_FAILED
@@ -346,8 +319,16 @@ def run_command(request: RunRequest, configuration: Configuration) -> int:
     if taskmanagers is not None and not taskmanagers.isdigit():
         raise UsageError(f"--taskmanagers expects a number, got {taskmanagers!r}")
     cluster = MiniCluster(configuration, taskmanagers=int(taskmanagers) if taskmanagers else None)
-    cluster.start()
     try:
+        cluster.start()
+        jm = cluster.jm
+        # stderr: stdout is the job's (print sinks); the port is random unless rest.port was set
+        print(
+            f"Local cluster started: REST http://127.0.0.1:{jm.rest_port} "
+            f"(strom list --jobmanager 127.0.0.1:{jm.rest_port}), rpc port {jm.rpc_port}",
+            file=sys.stderr,
+            flush=True,
+        )
         return run_job(request.path, request.job_args, configuration, executor=cluster.executor())
     finally:
         cluster.close()
@@ -358,14 +339,9 @@ def jobmanager_command(request: RunRequest, configuration: Configuration) -> int
 
     _setup_logging(request, "INFO")
     job = request.options.get("--job") or (request.path or None)
-    try:
-        return run_jobmanager(configuration, job=job, job_args=request.job_args, run_job=run_job)
-    except OSError as e:
-        if request.options.get("--verbose"):
-            raise
-        print(f"strom: error: the JobManager cannot start: {e.strerror or e} "
-              "(set rest.port / jobmanager.rpc.port, 0 picks a free port)", file=sys.stderr)
-        return EXIT_JOB_FAILED
+    if job is not None:
+        check_job_file(job)
+    return run_jobmanager(configuration, job=job, job_args=request.job_args, run_job=run_job)
 
 
 def taskmanager_command(request: RunRequest, configuration: Configuration) -> int:
@@ -398,16 +374,72 @@ COMMANDS = {
 CLIENT_COMMANDS = ("submit", "list", "info", "cancel", "savepoint", "stop")
 
 
+def check_job_file(path: str) -> None:
+    """A job file that does not exist is a usage error, before any process starts."""
+    if not path.startswith("module:") and not os.path.isfile(path):
+        raise UsageError(f"job file {path!r} does not exist")
+
+
+def check_savepoint_path(configuration: Configuration) -> None:
+    """`--from-savepoint` / execution.savepoint.path on this machine's file system must exist before a
+    cluster starts for it (a remote one, s3://..., is checked by the JobManager when the job starts)."""
+    path = str(configuration.get(SAVEPOINT_PATH) or "")
+    if not path or ("://" in path and not path.startswith("file://")):
+        return
+    local = path.removeprefix("file://")
+    if not os.path.exists(local):
+        raise UsageError(
+            f"no savepoint at {path!r} ({SAVEPOINT_PATH.key}, --from-savepoint): the path does not exist; "
+            "give a savepoint directory or its _metadata file"
+        )
+    if os.path.isdir(local) and not os.path.isfile(os.path.join(local, "_metadata")):
+        raise UsageError(
+            f"no savepoint at {path!r} ({SAVEPOINT_PATH.key}, --from-savepoint): the directory has no _metadata file"
+        )
+
+
+def _print_help(args: list[str]) -> int:
+    """`strom --help` (every command) or, without arguments, the same on stderr as a usage error."""
+    print(TOP, file=sys.stdout if args else sys.stderr, end="")
+    return EXIT_OK if args else EXIT_USAGE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The `strom` command. SIGINT and SIGTERM stop it and every process it started (exit 128 + signal);
+    an expected failure is one line on stderr (--verbose: the traceback too)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help", "help"):
-        from strom.client.commands import USAGE as CLIENT_USAGE
-
-        print(USAGE + "\n" + CLIENT_USAGE, file=sys.stdout if args else sys.stderr, end="")
-        return EXIT_OK if args else EXIT_USAGE
+        return _print_help(args)
     if args[0] in ("-V", "--version"):
         print(f"strom {__version__}")
         return EXIT_OK
+    verbose = request_is_verbose(args)
+    try:
+        with stop_on_signals():
+            return _dispatch(args)
+    except KeyboardInterrupt as e:
+        if args[0] == "taskmanager":  # its clusters stop it by SIGTERM every time: the log says it, at INFO
+            import logging
+
+            logging.getLogger("strom.runtime.taskmanager").info("stopped by %s", signal_name(e))
+        else:
+            print(f"strom: stopped by {signal_name(e)}", file=sys.stderr)
+        return exit_status(e)
+    except OSError as e:  # a port in use, an unreadable file: what to fix is in the message
+        if verbose:
+            raise
+        print(f"strom: error: {os_error_line(e)}", file=sys.stderr)
+        return EXIT_JOB_FAILED
+
+
+def os_error_line(error: OSError) -> str:
+    """The message without Python's `[Errno N]` prefix, with the file it is about."""
+    if not error.strerror:
+        return str(error)
+    return error.strerror + (f": {error.filename!r}" if error.filename else "")
+
+
+def _dispatch(args: list[str]) -> int:
     if args[0] in CLIENT_COMMANDS:
         from strom.client import commands
 
@@ -416,16 +448,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"strom: error: unknown command {args[0]!r}; try 'strom --help'", file=sys.stderr)
         return EXIT_USAGE
     if len(args) > 1 and args[1] in ("-h", "--help"):
-        print(USAGE, end="")
+        print(COMMAND_HELP[args[0]], end="")
         return EXIT_OK
     command, needs_path = COMMANDS[args[0]]
     try:
         request = parse_run_args(args[1:], require_path=needs_path)
         configuration = build_configuration(request, os.environ)
+        if needs_path and not request.options.get("--detached"):
+            check_job_file(request.path)
+        check_savepoint_path(configuration)
         return command(request, configuration)
     except (UsageError, ConfigError) as e:
+        if request_is_verbose(args):
+            traceback.print_exc()
         print(f"strom: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def request_is_verbose(args: Sequence[str]) -> bool:
+    return "--verbose" in (args[: list(args).index("--")] if "--" in args else args)
 
 
 if __name__ == "__main__":

@@ -141,7 +141,9 @@ def test_version_and_help(tmp_path):
     v = strom("--version", cwd=tmp_path)
     assert v.returncode == 0 and v.stdout.strip() == f"strom {__version__}"
     h = strom("--help", cwd=tmp_path)
-    assert h.returncode == 0 and "strom run JOB.py" in h.stdout and "--parallelism" in h.stdout
+    assert h.returncode == 0 and "usage: strom" in h.stdout
+    run_help = strom("run", "--help", cwd=tmp_path)
+    assert run_help.returncode == 0 and "strom run JOB.py" in run_help.stdout and "--parallelism" in run_help.stdout
     missing = strom("run", cwd=tmp_path)
     assert missing.returncode == 2 and "job file" in missing.stderr
 

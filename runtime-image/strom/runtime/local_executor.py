@@ -346,7 +346,10 @@ def execute_locally(graph: StreamGraph) -> JobExecutionResult:
         return job.wait()
     except KeyboardInterrupt:
         job.cancel()
-        job.wait(10)
+        try:
+            job.wait(10)
+        except Exception:  # noqa: BLE001, S110 - "was cancelled" is the expected end; the interrupt is the news
+            pass
         raise
 
 

@@ -376,7 +376,10 @@ class JobMaster:
         self._loop.call_soon_threadsafe(fail)
 
     def fail_over(self, task: str, trace: str) -> None:
-        log.error("Job %s attempt %d: %s failed:\n%s", self.job_id, self.attempt, task, trace)
+        # One line at WARNING (a `strom run` terminal shows each failure once, the client prints the
+        # trace at the end); the whole trace at INFO for the JobManager's log, as Flink logs it.
+        log.warning("Job %s attempt %d: %s failed: %s", self.job_id, self.attempt, task, _last_line(trace))
+        log.info("Job %s attempt %d: %s failed:\n%s", self.job_id, self.attempt, task, trace)
         self._record_failure(task, trace)
         self._set_state("FAILING")
         if self.checkpointing is not None:
@@ -440,6 +443,15 @@ class JobMaster:
         self._cancel_attempt()
         self._set_state("CANCELED")
 
+    def suspend(self) -> None:
+        """The JobManager shuts down (SIGTERM, the end of a mini-cluster): the tasks stop and the job
+        ends SUSPENDED, which keeps its HA entry and checkpoints, so that the next JobManager with the
+        same HA storage takes it over from its latest checkpoint (Flink's JobMaster on a shutdown)."""
+        if self.state in TERMINAL_JOB_STATES:
+            return
+        self._cancel_attempt()
+        self._set_state("SUSPENDED")
+
     def result_error(self) -> str | None:
         if self.state == "FINISHED":
             return None
@@ -450,3 +462,9 @@ class JobMaster:
 
     def describe(self) -> dict[str, Any]:
         return {"jid": self.job_id, "name": self.name, "state": self.state}
+
+
+def _last_line(trace: str) -> str:
+    """The exception line of a formatted traceback (its last non-empty line)."""
+    lines = [line for line in trace.strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else trace
