@@ -18,6 +18,7 @@ from strom.common.configuration import validate_key
 from strom_operator.autoscaler.settings import autoscaler_spec_error
 from strom_operator.operator_options import OPERATOR_PREFIX, operator_option_error
 from strom_operator.spec import FlinkJobSpec
+from strom_operator.tls_secret import tls_configuration
 
 URI_SCHEMES = ("s3://", "file://")
 
@@ -177,12 +178,37 @@ def validate_pod_templates(spec: FlinkJobSpec) -> str | None:
     return None
 
 
+def validate_security(spec: FlinkJobSpec) -> str | None:
+    """spec.security: an issuer needs a name; with TLS on, the security.ssl.* keys the operator writes are its
+    own (tls_secret.tls_configuration); TLS is Strom's engine's, so not for batch mode's Spark pods."""
+    tls = spec.security.tls
+    if tls.issuer_ref is not None and not tls.issuer_ref.name:
+        return "spec.security.tls.issuerRef.name: required: the cert-manager Issuer or ClusterIssuer to ask"
+    if tls.enabled:
+        if spec.mode == "batch":
+            return "spec.security.tls.enabled: TLS is for streaming jobs; batch mode runs on Spark: turn it off"
+        for key in spec.flink_configuration:
+            if key in tls_configuration():
+                return (f"spec.flinkConfiguration[{key}]: set by spec.security.tls (the Secret <name>-tls at "
+                        f"/opt/strom/tls); remove it, or turn spec.security.tls off to configure TLS yourself")
+    selector = spec.security.network_policy.metrics_namespace_selector or {}
+    for i, req in enumerate(selector.get("matchExpressions") or ()):
+        path = f"spec.security.networkPolicy.metricsNamespaceSelector.matchExpressions[{i}]"
+        op, values = req.get("operator"), req.get("values") or []
+        if op in ("In", "NotIn") and not values:
+            return f"{path}.values: operator {op} needs at least one value"
+        if op in ("Exists", "DoesNotExist") and values:
+            return f"{path}.values: operator {op} takes no values; remove them"
+    return None
+
+
 VALIDATORS: tuple[Callable[[FlinkJobSpec], str | None], ...] = (
     validate_job,
     validate_task_manager,
     validate_state,
     lambda spec: validate_flink_configuration(spec.flink_configuration),
     validate_pod_templates,
+    validate_security,
     autoscaler_spec_error,
 )
 

@@ -23,9 +23,13 @@ Spark driver from its driver Pod:
   before it), `valueFrom.secretKeyRef` / `configMapKeyRef`, the downward API `valueFrom.fieldRef`
   (status.podIP, status.hostIP, metadata.name, metadata.namespace, metadata.uid,
   metadata.labels['k'], spec.nodeName, ...), `envFrom` (`secretRef`, `configMapRef`, with
-  `prefix`); HOSTNAME is the pod's name. ConfigMap volumes are written to a directory, and an env
-  value naming the mount path points there. A missing Secret or ConfigMap (not `optional`) keeps
-  the pod Pending in `CreateContainerConfigError`;
+  `prefix`); HOSTNAME is the pod's name. ConfigMap and Secret volumes are written to a directory
+  each (their `items` and `defaultMode` honoured), and an env value naming a path under a mount
+  path points there, as do the files of a ConfigMap volume (config.yaml naming the TLS Secret's
+  files under /opt/strom/tls: there is no container filesystem to mount them at). emptyDir volumes
+  are the machine's own directories (/tmp), and securityContext is not enforced: the processes run
+  as this test's user. A missing Secret or ConfigMap (not `optional`) keeps the pod Pending in
+  `CreateContainerConfigError`;
 * **Services resolve to the pods they select**: a Service's endpoints are the pods its
   `spec.selector` matches that are Running and Ready (or only Running under
   `publishNotReadyAddresses`). Every pod's hosts file maps `<svc>`, `<svc>.<ns>`, `<svc>.<ns>.svc`
@@ -104,13 +108,14 @@ import base64
 import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -142,6 +147,13 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _rewrite_paths(text: str, local: Mapping[str, str]) -> str:
+    """`text` with each mount path (followed by '/' or its end) replaced by the directory standing in for it."""
+    for mount, directory in sorted(local.items(), key=lambda kv: -len(kv[0])):
+        text = re.sub(re.escape(mount.rstrip("/")) + r"(?=/|$|\s|['\"])", lambda _, d=directory: d, text)
+    return text
 
 
 @dataclass
@@ -566,26 +578,49 @@ class ProcessKubelet:
                     raise ContainerConfigError(f"couldn't find key {ref['key']} in {kind} "
                                                f"{self.namespace}/{ref['name']}")
         mounts = {m["name"]: m["mountPath"] for m in container.get("volumeMounts") or ()}
-        for volume in template["spec"].get("volumes") or ():
+        volumes = [v for v in template["spec"].get("volumes") or () if v["name"] in mounts]
+        # Secret volumes first: a ConfigMap's files may name paths in them (the TLS keys in config.yaml).
+        local: dict[str, str] = {}  # mount path -> the directory standing in for it
+        for volume in volumes:
+            secret = volume.get("secret")
+            if secret is not None:
+                data = await self._data(kube, "Secret", secret["secretName"], optional=bool(secret.get("optional")))
+                local[mounts[volume["name"]]] = str(self._volume_dir(f"secret-{secret['secretName']}", data,
+                                                                    secret.get("items"),
+                                                                    secret.get("defaultMode", 0o644)))
+        for volume in volumes:
             cm = volume.get("configMap")
-            if cm is None or volume["name"] not in mounts:
+            if cm is None:
                 continue
             data = await self._data(kube, "ConfigMap", cm["name"], optional=bool(cm.get("optional")))
-            self._counter += 1
-            conf_dir = self.work_dir / f"conf-{cm['name']}-{self._counter}"
-            conf_dir.mkdir()
-            for key, text in data.items():
-                (conf_dir / key).write_text(text)
-            # the container reads its configuration where the volume is mounted: no container filesystem here
-            for key, value in list(defined.items()):
-                if value == mounts[volume["name"]]:
-                    defined[key] = str(conf_dir)
+            data = {key: _rewrite_paths(text, local) for key, text in data.items()}
+            local[mounts[volume["name"]]] = str(self._volume_dir(f"conf-{cm['name']}", data, cm.get("items"),
+                                                                cm.get("defaultMode", 0o644)))
+        # the container reads its volumes where they are mounted: no container filesystem here
+        for key, value in list(defined.items()):
+            defined[key] = _rewrite_paths(value, local)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "runtime-image"), str(ROOT / "operator"),
                                              env.get("PYTHONPATH", "")])
         env["HOSTNAME"] = pod.name
         env.update(defined)
         return env, defined
+
+    def _volume_dir(self, prefix: str, data: Mapping[str, str], items: list[dict[str, Any]] | None,
+                    mode: int) -> Path:
+        """A fresh directory with the volume's files: every key, or only `items` (key -> path), at `mode`."""
+        self._counter += 1
+        directory = self.work_dir / f"{prefix}-{self._counter}"
+        directory.mkdir()
+        chosen = {i["key"]: i.get("path", i["key"]) for i in items} if items else {k: k for k in data}
+        for key, path in chosen.items():
+            if key not in data:
+                raise ContainerConfigError(f"couldn't find key {key} for the volume {prefix}")
+            target = directory / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(data[key])
+            target.chmod(mode)
+        return directory
 
     def _fields(self, source: dict[str, Any], pod: PodProcess) -> PodFields:
         meta = source.get("metadata") or {}

@@ -145,7 +145,8 @@ def test_configmap_carries_config_executor_template_and_launcher():
     container = template["spec"]["containers"][0]
     assert container["name"] == "executor"
     assert container["command"] == ["python3", "/opt/strom/conf/executor_launcher.py"]
-    assert template["spec"]["volumes"] == [{"name": "strom-spark-config", "configMap": {"name": "count-spark"}}]
+    assert template["spec"]["volumes"] == [{"name": "strom-spark-config", "configMap": {"name": "count-spark"}},
+                                           {"name": "strom-tmp", "emptyDir": {}}]  # Spark's scratch space
     assert any(e["name"] == "AWS_ACCESS_KEY_ID" and e["valueFrom"]["secretKeyRef"]["name"] == "s3-creds"
                for e in container["env"])
     assert "KubernetesExecutorBackend" in data["executor_launcher.py"]

@@ -7,7 +7,10 @@ makes the driver reachable as spark.driver.host, and the driver pod itself: rest
 (a retry is a new pod, decided by batch_lifecycle.py), owned by the FlinkJob. The driver's
 container runs `strom run --runtime-mode batch --spark-master k8s://...` with the pod's own name
 for the executors' ownerReferences; its termination message falls back to the log's tail, so a
-failed job's traceback reaches status.batch.reason.
+failed job's traceback reaches status.batch.reason. Driver and executors run with the same
+securityContext as the streaming pods (pod_security.py: non-root, read-only root filesystem, ...)
+and an emptyDir at /tmp, Spark's scratch space (spark.local.dir and the JVM's temporary files; Spark
+on Kubernetes adds its own emptyDirs for the executors' local dirs).
 """
 
 from __future__ import annotations
@@ -45,6 +48,13 @@ from strom_operator.batch.spark_conf import (
     engine_configuration,
 )
 from strom_operator.labels import CONF_DIR, FlinkJobRef
+from strom_operator.pod_security import (
+    SPARK_WRITABLE_DIRS,
+    container_security_context,
+    pod_security_context,
+    writable_mounts,
+    writable_volumes,
+)
 from strom_operator.pods import container_env
 from strom_operator.podtemplates import merge_pod_templates
 from strom_operator.spec import FlinkJobSpec
@@ -93,11 +103,13 @@ def build_executor_pod_template(ref: FlinkJobRef, spec: FlinkJobSpec) -> dict[st
         "name": EXECUTOR_CONTAINER,
         "command": ["python3", f"{CONF_DIR}/{LAUNCHER_FILE}"],
         "env": container_env(spec),  # S3 endpoint and credentials: executors read and write the data
-        "volumeMounts": [_config_mount()],
+        "volumeMounts": [_config_mount(), *writable_mounts(SPARK_WRITABLE_DIRS)],
+        "securityContext": container_security_context(),
     }
     base = {"metadata": {"labels": batch_labels(ref, EXECUTOR)},
             # executors never call the API (the driver manages them): no token unless a user template asks
-            "spec": {"containers": [container], "volumes": [_config_volume(ref)],
+            "spec": {"securityContext": pod_security_context(), "containers": [container],
+                     "volumes": [_config_volume(ref), *writable_volumes(SPARK_WRITABLE_DIRS)],
                      "automountServiceAccountToken": False}}
     merged = merge_pod_templates(base, dict(spec.pod_template), dict(spec.spark.executor.pod_template),
                                  main=EXECUTOR_CONTAINER)
@@ -158,12 +170,14 @@ def build_driver_pod(ref: FlinkJobRef, spec: FlinkJobSpec, *, submission: int) -
         "resources": {"requests": {"cpu": str(spec.spark.driver.cores), "memory": memory},
                       "limits": {"memory": memory}},
         "terminationMessagePolicy": "FallbackToLogsOnError",
-        "volumeMounts": [_config_mount()],
+        "volumeMounts": [_config_mount(), *writable_mounts(SPARK_WRITABLE_DIRS)],
+        "securityContext": container_security_context(),
     }
     base = {
         "metadata": {"labels": {**batch_labels(ref, DRIVER), DRIVER_POD_LABEL: name}},
         "spec": {"restartPolicy": "Never", "serviceAccountName": driver_service_account(ref, spec),
-                 "containers": [container], "volumes": [_config_volume(ref)]},
+                 "securityContext": pod_security_context(), "containers": [container],
+                 "volumes": [_config_volume(ref), *writable_volumes(SPARK_WRITABLE_DIRS)]},
     }
     merged = merge_pod_templates(base, dict(spec.pod_template), dict(spec.spark.driver.pod_template),
                                  main=DRIVER_CONTAINER)
