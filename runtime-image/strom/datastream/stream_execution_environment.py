@@ -20,6 +20,7 @@ from strom.common.watermark_strategy import WatermarkStrategy
 from strom.datastream.data_stream import DataStream
 from strom.datastream.execution_config import CheckpointConfig, ExecutionConfig
 from strom.datastream.execution_mode import CheckpointingMode, RuntimeExecutionMode, TimeCharacteristic
+from strom.graph.job_sources import job_source_files
 from strom.graph.stream_graph import StreamGraph, effective_max_parallelism, generate_stream_graph
 from strom.graph.transformations import OperatorDescriptor, Transformation
 
@@ -250,6 +251,7 @@ class StreamExecutionEnvironment:
             parallelism_overrides=self._conf.get(opts.VERTEX_PARALLELISM_OVERRIDES),
             config=self._conf.copy(),
         )
+        graph.job_sources = job_source_files()
         if clear_transformations:
             self._transformations = []
         return graph

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strom.common.key_groups import compute_default_max_parallelism
+from strom.graph.job_sources import register_job_sources
 from strom.graph.transformations import (
     DEFAULT_SLOT_SHARING_GROUP,
     FORWARD,
@@ -67,6 +68,14 @@ class StreamGraph:
     chaining_enabled: bool
     max_parallelism: int
     config: Any = None
+    # the job file's text by co_filename, for source lines in tracebacks on TaskManagers (job_sources.py)
+    job_sources: dict[str, str] = field(default_factory=dict)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # Unpickled in a JobManager or slot process: the job's functions run here, so their files'
+        # source lines go into linecache for the tracebacks they may raise (job_sources.py).
+        self.__dict__.update(state)
+        register_job_sources(state.get("job_sources", {}))
 
     def sources(self) -> list[StreamNode]:
         return [n for n in self.nodes.values() if n.kind == "source"]

@@ -225,7 +225,9 @@ class StreamTask:
                 self.failure = e
                 self.failure_trace = traceback.format_exc()
                 self.state = FAILED
-                log.error("%s switched from RUNNING to FAILED:\n%s", self.display_name, self.failure_trace)
+                # The trace travels to the JobManager (its log, the exception history, the client's
+                # error); here it is detail of this process's log, so a terminal sees it once.
+                log.info("%s switched from RUNNING to FAILED:\n%s", self.display_name, self.failure_trace)
             self._close_quietly()
         finally:
             self.ended_ns = time.perf_counter_ns()
