@@ -31,6 +31,7 @@ from strom_operator.tls_secret import (
     PRIVATE_KEY_KEY,
     missing_keys,
     secret_files,
+    secret_problem,
     tls_secret_name,
 )
 
@@ -121,19 +122,23 @@ class SecretSource(Protocol):
 async def follow_deployed_tls(registry: JobManagerTls, secrets: SecretSource, ref: FlinkJobRef,
                               deployed: Mapping[str, Any] | None) -> None:
     """Before a pass talks to the JobManager: https with the Secret's material when `deployed` (the
-    last reconciled spec) has TLS on, plain HTTP otherwise. A Secret that does not parse is
-    TlsSecretPending (the Ready=False condition names it); a 403 reading it is the API's error."""
+    last reconciled spec) has TLS on, plain HTTP otherwise. No Secret yet: https that cannot connect
+    (no JobManager runs with TLS without it; the deployment waits for it). A Secret that cannot serve
+    is TlsSecretPending (the Ready=False condition says what to do); a 403 reading it is the API's error."""
     try:
-        enabled = deployed is not None and FlinkJobSpec.from_dict(deployed).security.tls.enabled
+        tls = FlinkJobSpec.from_dict(deployed).security.tls if deployed is not None else None
     except (KeyError, TypeError, ValueError, AttributeError):
-        enabled = False
-    if not enabled:
+        tls = None
+    if tls is None or not tls.enabled:
         registry.plain(ref.namespace, ref.name)
         return
-    name = tls_secret_name(ref)
-    secret = await secrets.get(ref.namespace, name)
+    secret = await secrets.get(ref.namespace, tls_secret_name(ref))
+    problem = secret_problem(ref, tls, secret) if secret is not None else None
+    if problem is not None:
+        raise TlsSecretPending(problem)
     try:
         registry.update(ref.namespace, ref.name, secret)
     except (ValueError, ssl.SSLError) as e:
-        raise TlsSecretPending(f"Secret {ref.namespace}/{name} cannot serve as the operator's client "
-                               f"certificate: {e}; delete it to have a new one generated") from None
+        remedy = "ask cert-manager to reissue it" if tls.issuer_ref else "delete it to have a new one generated"
+        raise TlsSecretPending(f"Secret {ref.namespace}/{tls_secret_name(ref)} cannot serve as the operator's "
+                               f"client certificate: {e}; {remedy}") from None

@@ -73,8 +73,9 @@ def _ports(numbers: list[int]) -> list[dict[str, Any]]:
 
 
 def internal_ports(spec: FlinkJobSpec) -> list[int]:
-    """RPC, REST and every data port a TaskManager of this spec serves."""
-    return [RPC_PORT, REST_PORT, *(DATA_PORT + i for i in range(spec.task_manager.slots))]
+    """RPC, REST and every data port a TaskManager of this spec serves, each once (slot 2's data port is
+    6123, the JobManager's RPC port, on other pods)."""
+    return sorted({RPC_PORT, REST_PORT, *(DATA_PORT + i for i in range(spec.task_manager.slots))})
 
 
 def operator_peer(ref: FlinkJobRef, operator: OperatorPods) -> dict[str, Any]:

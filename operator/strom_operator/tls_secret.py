@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from strom_operator.action_failures import TlsSecretPending
 from strom_operator.kube_api import KubeApi, KubeApiError
 from strom_operator.labels import FlinkJobRef, jobmanager_name, object_meta
-from strom_operator.spec import FlinkJobSpec, IssuerRef
+from strom_operator.spec import FlinkJobSpec, IssuerRef, TlsSpec
 from strom_operator.tls_certificates import TlsMaterial, generate_tls_material
 
 if TYPE_CHECKING:  # secret_cache imports pods, which imports this module
@@ -121,6 +121,28 @@ def missing_keys(secret: dict[str, Any] | None) -> list[str]:
     return [k for k in SECRET_KEYS if not files.get(k)]
 
 
+def secret_problem(ref: FlinkJobRef, tls: TlsSpec, secret: dict[str, Any] | None) -> str | None:
+    """What keeps `secret` (None: absent) from serving as the job's material, and what to do; None if it can.
+    An absent Secret is a problem only with an issuer: without one the operator creates it."""
+    name = tls_secret_name(ref)
+    issuer = tls.issuer_ref
+    if secret is None:
+        if issuer is None:
+            return None
+        certificate = certificate_name(ref)
+        return (f"waiting for cert-manager to issue Secret {ref.namespace}/{name} (Certificate {certificate}, "
+                f"{issuer.kind} {issuer.name}); see `kubectl describe certificate {certificate} -n {ref.namespace}`")
+    absent = missing_keys(secret)
+    if not absent:
+        return None
+    if issuer is not None:
+        return (f"Secret {ref.namespace}/{name} from cert-manager has no {' and no '.join(absent)}: "
+                f"spec.security.tls.issuerRef must name an issuer that provides the CA certificate (a CA issuer, "
+                f"not ACME)")
+    return (f"Secret {ref.namespace}/{name} has no {' and no '.join(absent)}: delete it and the operator generates "
+            f"a new one, or provide all of {', '.join(SECRET_KEYS)}")
+
+
 async def ensure_tls_secret(kube: KubeApi, secrets: SecretCache, ref: FlinkJobRef, spec: FlinkJobSpec) -> bool:
     """Make sure the Secret `<name>-tls` is there before pods that mount it are applied; True when the
     operator created it now. With an issuer: the Certificate is applied and TlsSecretPending raised until
@@ -129,33 +151,17 @@ async def ensure_tls_secret(kube: KubeApi, secrets: SecretCache, ref: FlinkJobRe
     name = tls_secret_name(ref)
     if tls.issuer_ref is not None:
         await kube.apply(build_certificate(ref, tls.issuer_ref))
-        secret = await secrets.get(ref.namespace, name)
-        absent = missing_keys(secret)
-        if secret is None:
-            secrets.forget(ref.namespace, name)  # look again at the next attempt, not after the cache's delay
-            issuer = tls.issuer_ref
-            raise TlsSecretPending(f"waiting for cert-manager to issue Secret {ref.namespace}/{name} (Certificate "
-                                   f"{certificate_name(ref)}, {issuer.kind} {issuer.name}); see `kubectl describe "
-                                   f"certificate {certificate_name(ref)} -n {ref.namespace}`")
-        if absent:
-            secrets.forget(ref.namespace, name)
-            raise TlsSecretPending(f"Secret {ref.namespace}/{name} from cert-manager has no {' and no '.join(absent)}: "
-                                   f"spec.security.tls.issuerRef must name an issuer that provides the CA "
-                                   f"certificate (a CA issuer, not ACME)")
-        return False
     secret = await secrets.get(ref.namespace, name)
-    if secret is not None:
-        absent = missing_keys(secret)
-        if absent:
-            raise TlsSecretPending(f"Secret {ref.namespace}/{name} has no {' and no '.join(absent)}: delete it and "
-                                   f"the operator generates a new one, or provide all of {', '.join(SECRET_KEYS)}")
+    problem = secret_problem(ref, tls, secret)
+    if problem is not None:
+        secrets.forget(ref.namespace, name)  # look again at the next attempt, not after the cache's delay
+        raise TlsSecretPending(problem)
+    if secret is not None or tls.issuer_ref is not None:
         return False
     try:
         await kube.create(generated_tls_secret(ref))
     except KubeApiError as e:
-        if e.status == 409:  # AlreadyExists: made meanwhile (another pass, or the cache's missing entry was stale)
-            secrets.forget(ref.namespace, name)
-            return False
-        raise
+        if e.status != 409:  # 409 AlreadyExists: made meanwhile (another pass; a stale cached absence)
+            raise
     secrets.forget(ref.namespace, name)
     return True

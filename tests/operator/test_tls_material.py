@@ -1,0 +1,210 @@
+"""The generated TLS material, judged by cryptography and by real TLS handshakes (Python's ssl, OpenSSL):
+the leaf verifies against ca.crt, names the JobManager Service, matches its key, serves as server and
+client; and the operator's REST client speaks mutual TLS with it to a JobManager stand-in over loopback,
+while a client without the job's certificate, or with another job's, is refused."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime
+import ssl
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.x509.oid import ExtendedKeyUsageOID
+from strom_operator.action_failures import TlsSecretPending
+from strom_operator.endpoints import JobManagerEndpoints
+from strom_operator.jobmanager_client import JobManagerUnreachable, RestJobManagerClient
+from strom_operator.jobmanager_tls import client_context, follow_deployed_tls
+from strom_operator.labels import FlinkJobRef
+from strom_operator.tls_secret import generated_tls_secret
+
+from tests.operator.fakes import make_spec
+
+REF = FlinkJobRef("wordcount", "streams", "uid-1")
+SERVICE_NAMES = {"wordcount-jobmanager", "wordcount-jobmanager.streams", "wordcount-jobmanager.streams.svc",
+                 "wordcount-jobmanager.streams.svc.cluster.local"}
+
+
+def _files(secret: dict[str, Any]) -> dict[str, bytes]:
+    return {k: base64.b64decode(v) for k, v in secret["data"].items()}
+
+
+@pytest.fixture(scope="module")
+def secret() -> dict[str, Any]:
+    made = generated_tls_secret(REF)
+    return {**made, "metadata": {**made["metadata"], "resourceVersion": "1"}}  # as the API server returns it
+
+
+def test_the_secret_has_cert_managers_layout_and_is_the_flinkjobs(secret):
+    assert secret["type"] == "kubernetes.io/tls" and set(secret["data"]) == {"tls.crt", "tls.key", "ca.crt"}
+    assert secret["metadata"]["name"] == "wordcount-tls" and secret["metadata"]["namespace"] == "streams"
+    assert secret["metadata"]["ownerReferences"][0] == {
+        "apiVersion": "strom.io/v1beta1", "kind": "FlinkJob", "name": "wordcount", "uid": "uid-1",
+        "controller": True, "blockOwnerDeletion": True}
+
+
+def test_the_leaf_is_signed_by_the_ca_names_the_service_and_matches_its_key(secret):
+    files = _files(secret)
+    ca = x509.load_pem_x509_certificate(files["ca.crt"])
+    leaf = x509.load_pem_x509_certificate(files["tls.crt"])
+    key = serialization.load_pem_private_key(files["tls.key"], password=None)
+    leaf.verify_directly_issued_by(ca)  # raises unless ca's key signed it
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is True
+    assert leaf.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is False
+    assert set(leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
+        x509.DNSName)) == SERVICE_NAMES
+    assert set(leaf.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value) == {
+        ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH}
+    public = serialization.PublicFormat.SubjectPublicKeyInfo
+    assert key.public_key().public_bytes(serialization.Encoding.DER, public) == \
+        leaf.public_key().public_bytes(serialization.Encoding.DER, public)
+    now = datetime.datetime.now(datetime.UTC)
+    assert leaf.not_valid_before_utc <= now < leaf.not_valid_after_utc
+    assert leaf.not_valid_after_utc - now > datetime.timedelta(days=3640)
+
+
+def test_every_generation_is_a_new_ca(secret):
+    """One CA per FlinkJob: another job's (or a regenerated) Secret is another trust domain."""
+    other = _files(generated_tls_secret(REF))
+    assert other["ca.crt"] != _files(secret)["ca.crt"] and other["tls.key"] != _files(secret)["tls.key"]
+
+
+def _server_context(files: dict[str, bytes], tmp_path, *, mutual: bool = True) -> ssl.SSLContext:
+    """The JobManager's side as the contract configures it: its leaf, trusting ca.crt, clients must present one."""
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "tls.crt", tmp_path / "tls.key")
+    context.load_verify_locations(tmp_path / "ca.crt")
+    context.verify_mode = ssl.CERT_REQUIRED if mutual else ssl.CERT_NONE
+    return context
+
+
+async def _jobmanager(context: ssl.SSLContext) -> AsyncIterator[int]:
+    seen: list[Any] = []
+
+    async def overview(request: web.Request) -> web.Response:
+        seen.append(request.transport.get_extra_info("peercert"))
+        return web.json_response({"jobs": [{"jid": "j1", "name": "wc", "state": "RUNNING", "start-time": 1}]})
+
+    app = web.Application()
+    app.router.add_get("/jobs/overview", overview)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # noqa: SLF001 - aiohttp names no public accessor
+    try:
+        yield port
+    finally:
+        await runner.cleanup()
+
+
+def _url_map(tmp_path, port: int) -> JobManagerEndpoints:
+    url_map = tmp_path / "urls.json"
+    url_map.write_text(f'{{"streams/wordcount-jobmanager": "http://127.0.0.1:{port}"}}')
+    return JobManagerEndpoints(str(url_map))
+
+
+def _tls_status_spec() -> dict[str, Any]:
+    return make_spec(security={"tls": {"enabled": True}}).to_dict()
+
+
+class Secrets:
+    def __init__(self, secret: dict[str, Any] | None) -> None:
+        self.secret = secret
+
+    async def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        assert (namespace, name) == ("streams", "wordcount-tls")
+        return self.secret
+
+
+def test_the_operator_speaks_mutual_tls_with_the_jobs_certificate(secret, tmp_path):
+    async def run() -> None:
+        gen = _jobmanager(_server_context(_files(secret), tmp_path))
+        port = await gen.__anext__()
+        endpoints = _url_map(tmp_path, port)
+        client = RestJobManagerClient(tls=endpoints.tls_for)
+        try:
+            await follow_deployed_tls(endpoints.tls, Secrets(secret), REF, _tls_status_spec())
+            url = endpoints.url(REF)
+            assert url == f"https://127.0.0.1:{port}"  # the address the map gives, over https
+            [job] = await client.jobs_overview(url)
+            assert job.state == "RUNNING"
+            # TLS off in the deployed spec: plain HTTP again, which this JobManager does not speak
+            await follow_deployed_tls(endpoints.tls, Secrets(secret), REF, make_spec().to_dict())
+            assert endpoints.url(REF) == f"http://127.0.0.1:{port}"
+            with pytest.raises(JobManagerUnreachable):
+                await client.jobs_overview(endpoints.url(REF))
+        finally:
+            await client.close()
+            await gen.aclose()
+
+    asyncio.run(run())
+
+
+def test_a_client_without_the_jobs_certificate_or_with_another_jobs_is_refused(secret, tmp_path):
+    other = generated_tls_secret(REF)  # another CA: what another FlinkJob's Secret holds
+
+    async def run() -> None:
+        gen = _jobmanager(_server_context(_files(secret), tmp_path))
+        port = await gen.__anext__()
+        try:
+            no_cert = ssl.create_default_context(cadata=_files(secret)["ca.crt"].decode())
+            no_cert.check_hostname = False
+            for context in (no_cert, client_context(other)):
+                with pytest.raises((ssl.SSLError, OSError, ConnectionError)):
+                    reader, writer = await asyncio.open_connection(
+                        "127.0.0.1", port, ssl=context, server_hostname="wordcount-jobmanager.streams.svc")
+                    writer.write(b"GET /jobs/overview HTTP/1.1\r\nHost: x\r\n\r\n")
+                    await writer.drain()
+                    if not await reader.read(1):  # TLS 1.3: the refusal arrives after the handshake
+                        raise ConnectionError("closed by the server")
+            # the right certificate, the wrong name: the operator checks the Service's name
+            bad_name = client_context(secret)
+            with pytest.raises(ssl.SSLCertVerificationError, match="Hostname mismatch|doesn't match"):
+                await asyncio.open_connection("127.0.0.1", port, ssl=bad_name,
+                                              server_hostname="wordcount-jobmanager.elsewhere.svc")
+        finally:
+            await gen.aclose()
+
+    asyncio.run(run())
+
+
+def test_a_server_with_another_ca_is_not_trusted_by_the_operator(secret, tmp_path):
+    impostor = _files(generated_tls_secret(REF))
+
+    async def run() -> None:
+        gen = _jobmanager(_server_context(impostor, tmp_path, mutual=False))
+        port = await gen.__anext__()
+        endpoints = _url_map(tmp_path, port)
+        client = RestJobManagerClient(tls=endpoints.tls_for)
+        try:
+            await follow_deployed_tls(endpoints.tls, Secrets(secret), REF, _tls_status_spec())
+            with pytest.raises(JobManagerUnreachable, match="certificate verify failed"):
+                await client.jobs_overview(endpoints.url(REF))
+        finally:
+            await client.close()
+            await gen.aclose()
+
+    asyncio.run(run())
+
+
+def test_a_secret_without_a_key_is_a_pending_condition_naming_it(secret):
+    broken = {**secret, "data": {k: v for k, v in secret["data"].items() if k != "ca.crt"}}
+    with pytest.raises(TlsSecretPending, match="Secret streams/wordcount-tls has no ca.crt: delete it and the "
+                                               "operator generates a new one"):
+        asyncio.run(follow_deployed_tls(JobManagerEndpoints("").tls, Secrets(broken), REF, _tls_status_spec()))
+
+
+def test_a_secret_that_does_not_parse_is_a_pending_condition_naming_it(secret):
+    garbled = {**secret, "data": {**secret["data"], "tls.key": base64.b64encode(b"not a key").decode()}}
+    with pytest.raises(TlsSecretPending, match="Secret streams/wordcount-tls cannot serve as the operator's client "
+                                               "certificate: .*; delete it to have a new one generated"):
+        asyncio.run(follow_deployed_tls(JobManagerEndpoints("").tls, Secrets(garbled), REF, _tls_status_spec()))
