@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -34,8 +35,18 @@ def wait_until(condition: Any, timeout: float = 30, what: str = "condition") -> 
 
 
 class SessionCluster:
-    def __init__(self, *, taskmanagers: int, slots: int, extra: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        taskmanagers: int,
+        slots: int,
+        extra: tuple[str, ...] = (),
+        rest_tls: ssl.SSLContext | None = None,
+        client_args: tuple[str, ...] = (),
+    ) -> None:
         self.extra = extra
+        self.rest_tls = rest_tls  # HTTPS (security.ssl.rest.enabled): how `get` reaches the REST API
+        self.client_args = client_args  # what `cli` adds to every client command (e.g. --config of TLS keys)
         self._start_jobmanager(rpc_port=0, rest_port=0)
         self.tms: list[subprocess.Popen[str]] = []
         self.tm_metrics_ports: list[int] = []
@@ -118,12 +129,15 @@ class SessionCluster:
         return tm
 
     def get(self, path: str) -> Any:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.rest_port}{path}", timeout=10) as r:
+        scheme = "https" if self.rest_tls is not None else "http"
+        url = f"{scheme}://127.0.0.1:{self.rest_port}{path}"
+        with urllib.request.urlopen(url, timeout=10, context=self.rest_tls) as r:
             return json.loads(r.read())
 
     def cli(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "strom.cli", *args, "--jobmanager", f"127.0.0.1:{self.rest_port}"],
+            [sys.executable, "-m", "strom.cli", *args, *self.client_args,
+             "--jobmanager", f"127.0.0.1:{self.rest_port}"],
             capture_output=True,
             text=True,
             env=_env(),

@@ -6,17 +6,27 @@ executor called by `env.execute()`), where no event loop runs and one must not b
 under a program that may already use asyncio. Error bodies `{"errors": [...]}` become a
 `RestError` whose message is the server's; a refused or timed-out connection becomes
 `JobManagerUnreachable` naming the address.
+
+With an `ssl_context` (`strom.common.tls.rest_client_tls`, from `security.ssl.rest.*`) it speaks HTTPS,
+verifying the JobManager and presenting the client certificate a mutual-TLS JobManager requires; a TLS
+failure is one line naming the key to set.
 """
 
 from __future__ import annotations
 
 import json
+import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Any
 
 from strom.common.job_payload import CONTENT_TYPE
+from strom.common.tls_options import REST, REST_ENABLED, STORE_OPTIONS, VERIFY_HOSTNAME
+
+REST_KEYSTORE = STORE_OPTIONS[REST]["keystore"].key
+REST_KEY = STORE_OPTIONS[REST]["key"].key
+REST_TRUSTSTORE = STORE_OPTIONS[REST]["truststore"].key
 
 DEFAULT_REST_PORT = 8081
 DEFAULT_TIMEOUT_S = 30.0
@@ -41,8 +51,9 @@ class RestError(RestClientError):
 def parse_address(text: str) -> tuple[str, int]:
     """'host:port', 'host' (port 8081) or '[::1]:8081' -> (host, port); ValueError when malformed."""
     text = text.strip()
-    if text.startswith("http://"):
-        text = text[len("http://") :].rstrip("/")
+    for scheme in ("http://", "https://"):
+        if text.startswith(scheme):
+            text = text[len(scheme) :].rstrip("/")
     if text.startswith("["):  # bracketed IPv6
         host, _, rest = text[1:].partition("]")
         port_text = rest[1:] if rest.startswith(":") else ""
@@ -60,10 +71,13 @@ def parse_address(text: str) -> tuple[str, int]:
 
 
 class RestClient:
-    def __init__(self, host: str, port: int, *, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(
+        self, host: str, port: int, *, timeout: float = DEFAULT_TIMEOUT_S, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
         self.host, self.port, self.timeout = host, port, timeout
+        self.ssl_context = ssl_context
         netloc = f"[{host}]" if ":" in host else host
-        self.base_url = f"http://{netloc}:{port}"
+        self.base_url = f"{'https' if ssl_context is not None else 'http'}://{netloc}:{port}"
 
     # -- the calls the commands make ----------------------------------------------------------
     def submit(self, payload: bytes) -> str:
@@ -122,26 +136,55 @@ class RestClient:
         if content_type is not None:
             req.add_header("Content-Type", content_type)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with urllib.request.urlopen(req, timeout=self.timeout, context=self.ssl_context) as resp:
                 raw = resp.read()
         except urllib.error.HTTPError as e:
             raise RestError(e.code, _error_messages(e.read(), e.reason), method, path.partition("?")[0]) from None
         except urllib.error.URLError as e:
+            if isinstance(e.reason, ssl.SSLError):
+                raise JobManagerUnreachable(self._tls_failure(e.reason)) from None
             reason = e.reason.strerror if isinstance(e.reason, OSError) and e.reason.strerror else e.reason
             raise JobManagerUnreachable(f"cannot reach the JobManager at {self.host}:{self.port}: {reason}") from None
         except TimeoutError:
             raise JobManagerUnreachable(
                 f"the JobManager at {self.host}:{self.port} did not answer within {self.timeout:g} s"
             ) from None
+        except ssl.SSLError as e:  # TLS 1.3: a refused client certificate shows at the first read
+            raise JobManagerUnreachable(self._tls_failure(e)) from None
         except ConnectionError as e:
             where = f"{self.host}:{self.port}"
-            raise JobManagerUnreachable(f"lost the connection to the JobManager at {where}: {e}") from None
+            if self.ssl_context is None:
+                hint = f" (if it serves HTTPS, set {REST_ENABLED.key}: true and its {REST_TRUSTSTORE} here)"
+            else:  # TLS 1.3: a server that refuses the client's certificate may just close
+                hint = (
+                    f" (if it requires client certificates, set {REST_KEYSTORE} and {REST_KEY} to one signed by a "
+                    "CA in its rest truststore)"
+                )
+            raise JobManagerUnreachable(f"lost the connection to the JobManager at {where}: {e}{hint}") from None
         if not raw:
             return None
         try:
             return json.loads(raw)
         except ValueError:
             raise RestClientError(f"{self.host}:{self.port} answered {method} {path} with non-JSON data") from None
+
+
+    def _tls_failure(self, e: ssl.SSLError) -> str:
+        where = f"the JobManager at {self.host}:{self.port}"
+        reason = str(e.reason or e)
+        if isinstance(e, ssl.SSLCertVerificationError):
+            return (
+                f"cannot verify the TLS certificate of {where} ({e.verify_message}): set {REST_TRUSTSTORE} to "
+                f"the CA that signed it (or {VERIFY_HOSTNAME.key}: false when it names another host)"
+            )
+        if "CERTIFICATE" in reason.upper():
+            return (
+                f"{where} refused this client's TLS certificate ({reason}): set {REST_KEYSTORE} (and "
+                f"{REST_KEY}) to a client certificate signed by a CA in its rest truststore"
+            )
+        if "WRONG_VERSION_NUMBER" in reason.upper() or "RECORD_LAYER" in reason.upper():
+            return f"TLS with {where} failed ({reason}): it does not serve HTTPS; unset {REST_ENABLED.key} here"
+        return f"TLS with {where} failed: {reason}"
 
 
 def _segment(text: str) -> str:

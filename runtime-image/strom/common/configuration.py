@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from strom.common import tls_options  # noqa: F401 - registers Flink's security.ssl.* keys with OPTIONS
 from strom.common.config_options import OPTIONS, ConfigError, ConfigOption
 from strom.common.sensitive_keys import is_sensitive_key, masked
 

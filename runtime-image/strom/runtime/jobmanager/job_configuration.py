@@ -9,7 +9,7 @@ Two keys are never inherited: where to restore from (`execution.savepoint.path` 
 `ignore-unclaimed-state`) belongs to one submission. A cluster started with `--from-savepoint` (application
 mode) already hands it to its job through the job's own configuration; a session cluster must not
 restore every later job from that savepoint. Nor is the cluster secret (`security.cluster-secret`, its
-file): it is the processes' own, not the job's.
+file), nor any `security.ssl.*` key (TLS material and its passwords): they are the processes' own, not the job's.
 
 Parallelism is not layered here: a graph's parallelism is fixed when the client builds it (`-p`,
 `parallelism.default` of the client), as with Flink's CLI, which resolves it before submission.
@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from strom.common import config_options as opts
+from strom.common import tls_options
 from strom.common.configuration import Configuration
 from strom.common.sensitive_keys import is_sensitive_key, masked_mapping
 
@@ -30,6 +31,7 @@ NOT_INHERITED = frozenset({
     opts.SAVEPOINT_IGNORE_UNCLAIMED_STATE.key,
     opts.CLUSTER_SECRET.key,
     opts.CLUSTER_SECRET_FILE.key,
+    *tls_options.ALL_KEYS,
 })
 
 

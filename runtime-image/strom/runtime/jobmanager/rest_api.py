@@ -23,6 +23,7 @@ import asyncio
 import inspect
 import logging
 import re
+import ssl
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -424,12 +425,14 @@ async def start_rest_server(
     *,
     clock: Callable[[], int] | None = None,
     submit_enabled: bool = True,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> tuple[web.AppRunner, int]:
-    """Serve the REST API on host:port (0 = any free port); returns the runner (call
-    `await runner.cleanup()` to stop) and the bound port."""
+    """Serve the REST API on host:port (0 = any free port), over HTTPS with `ssl_context`
+    (`strom.common.tls.rest_server_tls`: mutual when it requires client certificates); returns the
+    runner (call `await runner.cleanup()` to stop) and the bound port."""
     runner = rest_runner(create_rest_app(view, clock=clock, submit_enabled=submit_enabled))
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     try:
         await site.start()
     except OSError as e:

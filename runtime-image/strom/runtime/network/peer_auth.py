@@ -157,6 +157,12 @@ class RefusalLog:
 REFUSALS = RefusalLog()
 
 
+class ClosedBeforeHello(ConnectionError):
+    """The server closed without sending its hello. Over TLS that is its verdict on this process's
+    certificate (TLS 1.3 tells a client only after its handshake completed; a server that accepted it
+    sends the hello at once)."""
+
+
 class _ClosedEarly(Exception):
     def __init__(self, received: int) -> None:
         super().__init__(received)
@@ -196,7 +202,7 @@ def authenticate_to_server(
         raise TimeoutError(f"no complete peer-authentication answer within {timeout:g} s") from None
     except _ClosedEarly as e:
         why = f"the server closed the connection during peer authentication (after {e.received} bytes)"
-        raise ConnectionError(why) from None
+        raise (ClosedBeforeHello if e.received == 0 else ConnectionError)(why) from None
     check_verdict(secret, purpose, server_nonce, client_nonce, verdict)
     sock.settimeout(previous)
 

@@ -14,11 +14,13 @@ peer authentication (`authentication_failed`) ends it the same way.
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from strom.common import config_options as opts
+from strom.common import tls_options
 from strom.runtime.network.addresses import describe_os_error, format_duration
 from strom.runtime.network.cluster_secret import ENV_VAR
 
@@ -97,4 +99,21 @@ def authentication_failed(address: JobManagerAddress) -> RegistrationError:
     return RegistrationError(
         f"TaskManager could not authenticate with JobManager {address}: the cluster secrets differ; give every "
         f"process the same {opts.CLUSTER_SECRET.key} (or {ENV_VAR}, or the same {opts.CLUSTER_SECRET_FILE.key})"
+    )
+
+
+def certificate_refused(error: ssl.SSLError) -> bool:
+    """Whether a TLS failure is a verdict on a certificate (this side's or the JobManager's), which
+    retrying cannot change, rather than a connection that broke."""
+    reason = (getattr(error, "reason", None) or "").upper()
+    return isinstance(error, ssl.SSLCertVerificationError) or "CERTIFICATE" in reason or "UNKNOWN_CA" in reason
+
+
+def tls_refused(address: JobManagerAddress, error: OSError) -> RegistrationError:
+    """The one line for a TaskManager and a JobManager whose TLS certificates do not trust each other."""
+    reason = getattr(error, "reason", None) or "it closed the connection after the TLS handshake"
+    return RegistrationError(
+        f"TaskManager could not establish TLS with JobManager {address} ({reason}): give every process a "
+        f"certificate signed by a CA in the others' {tls_options.STORE_OPTIONS['internal']['truststore'].key} "
+        f"({tls_options.STORE_OPTIONS['internal']['keystore'].key})"
     )
