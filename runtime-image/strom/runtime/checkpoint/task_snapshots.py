@@ -49,6 +49,9 @@ class OperatorStateHandle:
     path: str
     shared_files: tuple[str, ...] = ()  # files in `<job-id>/shared/` the state references, relative like `path`
     size: int = 0  # bytes this checkpoint wrote for it: its state file and newly uploaded shared files
+    # the files themselves, (path relative to the checkpoint directory, bytes), when the job stages its
+    # snapshots in the JobManager (memory_storage.py); the JobManager stages and strips them on arrival
+    inline: tuple[tuple[str, bytes], ...] = ()
 
 
 def state_file_name(operator_uid: str, subtask_index: int) -> str:
@@ -129,6 +132,8 @@ class AsyncSnapshotWriter:
                         size,
                     )
                 )
+            if getattr(self.storage, "ships_state_inline", False):
+                handles = [inline_state_handle(self.storage, directory, h) for h in handles]
         except Exception as e:  # noqa: BLE001 - any failure declines this checkpoint, never the job
             log.warning("task %s could not write its state of checkpoint %d: %s", task_key, checkpoint_id, e)
             self._decline(checkpoint_id, task_key, f"writing the state failed: {e}")
@@ -137,6 +142,31 @@ class AsyncSnapshotWriter:
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def inline_state_handle(storage: CheckpointStorage, directory: str, handle: OperatorStateHandle) -> OperatorStateHandle:
+    """The handle with its state file and new shared files moved out of `storage` into it: the
+    acknowledgement carries them to the JobManager (a job without a checkpoint directory)."""
+    files = []
+    for relative in (handle.path, *handle.shared_files):
+        path = resolve_relative(directory, relative)
+        if storage.exists(path):  # a shared file uploaded by an earlier snapshot went with that one
+            files.append((relative, storage.read_bytes(path)))
+            storage.delete(path)
+    return replace(handle, inline=tuple(files))
+
+
+def stage_inline_state(
+    storage: CheckpointStorage, directory: str, handles: Iterable[OperatorStateHandle]
+) -> list[OperatorStateHandle]:
+    """The JobManager's side of `inline_state_handle`: write the files a task sent into `storage` under
+    the checkpoint's `directory`; the handles without them (the coordinator keeps only paths)."""
+    staged = []
+    for handle in handles:
+        for relative, data in handle.inline:
+            storage.write_bytes(resolve_relative(directory, relative), data)
+        staged.append(replace(handle, inline=()) if handle.inline else handle)
+    return staged
 
 
 def load_operator_snapshots(

@@ -17,10 +17,13 @@ from typing import Any
 
 from strom.common import config_options as opts
 from strom.runtime.checkpoint.coordinator import CheckpointCoordinator, TaskKey
+from strom.runtime.checkpoint.layout import checkpoint_dir
+from strom.runtime.checkpoint.memory_storage import JobManagerCheckpointStorage
 from strom.runtime.checkpoint.options import snapshot_staging_dir
 from strom.runtime.checkpoint.retention import RetainedCheckpoint
 from strom.runtime.checkpoint.savepoints import SavepointTarget
 from strom.runtime.checkpoint.storage import checkpoint_storage_for
+from strom.runtime.checkpoint.task_snapshots import stage_inline_state
 from strom.runtime.rpc import (
     AcknowledgeCheckpoint,
     DeclineCheckpoint,
@@ -94,7 +97,10 @@ class JobCheckpointing:
         on_failures_exceeded: Callable[[str], None] | None = None,
         recovered: tuple[int, str] | None = None,
     ) -> None:
-        self.storage = checkpoint_storage_for(snapshot_staging_dir(config), config)
+        staging = snapshot_staging_dir(config)
+        # no directory: the JobManager stages savepoints in memory, as Flink's JobManagerCheckpointStorage
+        self.storage = checkpoint_storage_for(staging, config) if staging else JobManagerCheckpointStorage(job_id)
+        self.job_id = job_id
         self.coordinator = CheckpointCoordinator(
             job_id=job_id,
             config=config,
@@ -123,9 +129,18 @@ class JobCheckpointing:
     def on_message(self, msg: AcknowledgeCheckpoint | DeclineCheckpoint) -> None:
         key = (msg.vertex_id, msg.subtask_index)
         if isinstance(msg, AcknowledgeCheckpoint):
-            self._worker.submit(self.coordinator.acknowledge, msg.checkpoint_id, key, msg.handles)
+            self._worker.submit(self._acknowledge, msg.checkpoint_id, key, msg.handles)
         else:
             self._worker.submit(self.coordinator.decline, msg.checkpoint_id, key, msg.reason)
+
+    def _acknowledge(self, checkpoint_id: int, key: TaskKey, handles: list[Any]) -> None:
+        if any(h.inline for h in handles):  # state sent along: staged here first (memory_storage.py)
+            try:
+                handles = stage_inline_state(self.storage, checkpoint_dir(self.job_id, checkpoint_id), handles)
+            except Exception as e:  # noqa: BLE001 - a snapshot that cannot be staged declines its checkpoint
+                self.coordinator.decline(checkpoint_id, key, f"staging its state in the JobManager failed: {e}")
+                return
+        self.coordinator.acknowledge(checkpoint_id, key, handles)
 
     async def restore_point(self) -> RestoreCheckpoint | None:
         """The latest completed checkpoint, after every acknowledgement received so far was handled."""
