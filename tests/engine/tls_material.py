@@ -56,7 +56,7 @@ class Leaf:
 class CertificateAuthority:
     def __init__(self, name: str = "strom test CA") -> None:
         self.key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         self.cert = (
             x509.CertificateBuilder()
             .subject_name(_name(name)).issuer_name(_name(name))
@@ -73,7 +73,7 @@ class CertificateAuthority:
 
     def issue(self, cn: str = "strom") -> Leaf:
         key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         cert = (
             x509.CertificateBuilder()
             .subject_name(_name(cn)).issuer_name(self.cert.subject)
