@@ -1,9 +1,12 @@
 """The Kopf handlers of the FlinkJob operator: `kopf run -m strom_operator.handlers`.
 
 Thin by design: each handler finds the operator's `Reconciler` in the memo and asks it for a
-pass; the decisions are the pure lifecycle functions'. Creation, spec changes and resumption
-run a pass at once and wake the FlinkJob's daemon; the daemon keeps observing (the job's state,
-savepoints in flight, periodic savepoints, pod problems) at the delay each step asks for; with
+pass; the decisions are the pure lifecycle functions'. The FlinkJob's daemon (`follow`) is the one
+runner of its passes: it observes (the job's state, savepoints in flight, periodic savepoints, pod
+problems) and acts at the delay each step asks for, a failure's back-off included. Creation, spec
+changes and resumption only wake it, and only for a spec generation its last pass has not read
+(wakeups.py): the operator's own status patches never start a pass. The job's Deployments and pods
+are watched (`@kopf.index` handlers below; owned_objects.py), so a pass reads them from memory; with
 spec.autoscaler enabled, an `autoscaler` daemon evaluates the job's metrics every metricsInterval
 (reconciler.autoscale). The
 deletion handler holds the finalizer until the deletion steps are done (a final savepoint with
@@ -34,8 +37,10 @@ from strom_operator.jobmanager_client import RestJobManagerClient
 from strom_operator.kube_api import KubeApi, KubeApiError
 from strom_operator.metrics import OperatorMetrics
 from strom_operator.observer import Observer
+from strom_operator.owned_objects import WATCHED_LABELS, OwnedObjects, index_entry
 from strom_operator.reconciler import Reconciler, ReconcilerSettings
 from strom_operator.steps import SOON
+from strom_operator.wakeups import Wakeup
 
 log = logging.getLogger(__name__)
 
@@ -48,18 +53,20 @@ class OperatorContext:
     def __init__(self, config: OperatorConfig) -> None:
         self.config = config
         self.metrics = OperatorMetrics()
-        self.client = RestJobManagerClient()
         self.endpoints = JobManagerEndpoints(config.jobmanager_url_map)
+        # https with the job's client certificate for a JobManager deployed with TLS (jobmanager_tls.py)
+        self.client = RestJobManagerClient(tls=self.endpoints.tls_for)
         self.reconciler: Reconciler | None = None
         self.events: EventRecorder | None = None
-        self.wakeups: dict[str, asyncio.Event] = {}
+        self.wakeups: dict[str, Wakeup] = {}
+        self.owned = OwnedObjects()  # kopf's indexes of the Deployments and pods, once a handler hands them over
 
     def connect(self, info: kopf.ConnectionInfo, relogin: Any) -> Reconciler:
         """The first login builds the API client; a later one (kopf's, after its own 401) refreshes it."""
         if self.reconciler is None:
             kube = KubeApi.from_connection_info(info, relogin=relogin)
             self.events = EventRecorder(kube)
-            observer = Observer(kube, self.client, self.endpoints)
+            observer = Observer(kube, self.client, self.endpoints, owned=self.owned)
             self.reconciler = Reconciler(kube, self.client, observer, metrics=self.metrics,
                                          post_event=self.events.post,
                                          settings=ReconcilerSettings(self.config.max_requeue_s))
@@ -67,8 +74,12 @@ class OperatorContext:
             self.reconciler.kube.update_credentials(info)
         return self.reconciler
 
-    def wakeup(self, namespace: str, name: str) -> asyncio.Event:
-        return self.wakeups.setdefault(f"{namespace}/{name}", asyncio.Event())
+    def wakeup(self, namespace: str, name: str) -> Wakeup:
+        return self.wakeups.setdefault(f"{namespace}/{name}", Wakeup())
+
+    def attach_indexes(self, kwargs: Mapping[str, Any]) -> None:
+        """Kopf passes its indexes to every handler as keyword arguments named after the index handlers."""
+        self.owned.attach(kwargs.get("owned_deployments"), kwargs.get("owned_pods"))
 
 
 def _context(memo: Any) -> OperatorContext:
@@ -162,23 +173,40 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
         await ctx.reconciler.kube.close()
 
 
+@kopf.index("apps", "v1", "deployments", labels=WATCHED_LABELS)
+def owned_deployments(namespace: str | None, body: kopf.Body, **_: Any) -> dict[Any, Any]:
+    """The JobManager and TaskManager Deployments by FlinkJob (owned_objects.py)."""
+    return index_entry(namespace, body)
+
+
+@kopf.index("v1", "pods", labels=WATCHED_LABELS)
+def owned_pods(namespace: str | None, body: kopf.Body, **_: Any) -> dict[Any, Any]:
+    """The JobManager and TaskManager pods by FlinkJob (owned_objects.py)."""
+    return index_entry(namespace, body)
+
+
 @kopf.on.create(GROUP, VERSION, PLURAL)
 @kopf.on.update(GROUP, VERSION, PLURAL, field="spec")
 @kopf.on.resume(GROUP, VERSION, PLURAL)
-async def reconcile_now(name: str, namespace: str, memo: kopf.Memo, **_: Any) -> None:
-    """A new or changed spec, or an operator restart: one pass now, then the daemon follows."""
-    await _reconciler(memo).reconcile(namespace, name)
-    _context(memo).wakeup(namespace, name).set()
+async def reconcile_now(name: str, namespace: str, memo: kopf.Memo, body: kopf.Body, **kwargs: Any) -> None:
+    """A new or changed spec, or an operator restart: the daemon runs a pass now unless its last pass
+    read this generation already (kopf starts the daemon before this handler: wakeups.py)."""
+    ctx = _context(memo)
+    ctx.attach_indexes(kwargs)
+    ctx.wakeup(namespace, name).spec_changed(body.get("metadata", {}).get("generation"))
 
 
 @kopf.daemon(GROUP, VERSION, PLURAL, cancellation_timeout=10.0)
 async def follow(name: str, namespace: str, memo: kopf.Memo, stopped: Any, logger: logging.Logger,
-                 body: kopf.Body, **_: Any) -> None:
-    """Observe and reconcile until the FlinkJob goes: at the delay each step asks, or when woken.
-    Failures to act are the reconciler's (a condition and an Event); what still escapes a pass is
-    logged once per pass and posted as an aggregated Warning Event."""
+                 body: kopf.Body, **kwargs: Any) -> None:
+    """Observe and reconcile until the FlinkJob goes: at the delay each step asks (a failure's back-off
+    included), or earlier for a spec its last pass has not read. Failures to act are the reconciler's (a
+    condition and an Event); what still escapes a pass is logged once per pass and posted as an
+    aggregated Warning Event."""
     ctx = _context(memo)
+    ctx.attach_indexes(kwargs)
     wakeup = ctx.wakeup(namespace, name)
+    key = f"{namespace}/{name}"
     while not stopped:
         try:
             delay = await _reconciler(memo).reconcile(namespace, name)
@@ -194,15 +222,9 @@ async def follow(name: str, namespace: str, memo: kopf.Memo, stopped: Any, logge
             delay = SOON
         if delay is None:
             break
-        wakeup.clear()
-        woken = asyncio.ensure_future(wakeup.wait())
-        halted = asyncio.ensure_future(stopped.wait())
-        try:
-            await asyncio.wait({woken, halted}, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            woken.cancel()
-            halted.cancel()
-    ctx.wakeups.pop(f"{namespace}/{name}", None)
+        seen = ctx.reconciler.seen_generation.get(key) if ctx.reconciler is not None else None
+        await wakeup.wait(delay, seen=seen, stopped=stopped)
+    ctx.wakeups.pop(key, None)
 
 
 def _post(ctx: OperatorContext, body: Mapping[str, Any], reason: str, message: str) -> None:
@@ -216,10 +238,11 @@ def _autoscaler_enabled(spec: Mapping[str, Any], **_: Any) -> bool:
 
 @kopf.daemon(GROUP, VERSION, PLURAL, id="autoscaler", cancellation_timeout=10.0, when=_autoscaler_enabled)
 async def autoscale(name: str, namespace: str, memo: kopf.Memo, stopped: Any, logger: logging.Logger,
-                    **_: Any) -> None:
+                    **kwargs: Any) -> None:
     """While spec.autoscaler.enabled: one evaluation per spec.autoscaler.metricsInterval. A rescale
     it writes wakes the FlinkJob's `follow` daemon, which performs it as an upgrade."""
     ctx = _context(memo)
+    ctx.attach_indexes(kwargs)
     while not stopped:
         rescaled = False
         try:
@@ -233,7 +256,7 @@ async def autoscale(name: str, namespace: str, memo: kopf.Memo, stopped: Any, lo
         if delay is None:
             break
         if rescaled:
-            ctx.wakeup(namespace, name).set()
+            ctx.wakeup(namespace, name).now()
         halted = asyncio.ensure_future(stopped.wait())
         try:
             await asyncio.wait({halted}, timeout=delay)
@@ -242,6 +265,7 @@ async def autoscale(name: str, namespace: str, memo: kopf.Memo, stopped: Any, lo
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL)
-async def delete(name: str, namespace: str, memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
+async def delete(name: str, namespace: str, memo: kopf.Memo, logger: logging.Logger, **kwargs: Any) -> None:
+    _context(memo).attach_indexes(kwargs)
     reason = await _reconciler(memo).finalize(namespace, name)
     logger.info("FlinkJob %s/%s: %s", namespace, name, reason)

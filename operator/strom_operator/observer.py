@@ -1,5 +1,8 @@
 """Observation: fill `ObservedJob` from the JobManager REST API and the pods' states.
 
+The Deployments and pods come from the operator's watches (owned_objects.py: kopf indexes), not from
+a GET and a LIST per pass; the API is asked only where that view cannot answer.
+
 Reads only; the lifecycle decides. The JobManager is asked only while the job's Deployments
 exist (otherwise there is nothing to ask and `job_state` stays None, "no answer"). Pods stuck in
 a state they will not leave by themselves become `PodProblem`s; since the pod status does not
@@ -25,6 +28,7 @@ from strom_operator.jobmanager_readiness import jobmanager_endpoint
 from strom_operator.kube_api import KubeApi
 from strom_operator.labels import FlinkJobRef, jobmanager_name, taskmanager_name
 from strom_operator.observed import POD_PROBLEM_REASONS, ObservedJob, PodProblem, SavepointTrigger
+from strom_operator.owned_objects import OwnedObjects
 from strom_operator.status import FlinkJobStatus, parse_time
 
 log = logging.getLogger(__name__)
@@ -119,10 +123,12 @@ def pod_problems(pods: list[dict[str, Any]], tracker: PodProblemTracker, now: da
 class Observer:
     """`observe(ref, status)` -> ObservedJob, for one operator (shared by all FlinkJobs)."""
 
-    def __init__(self, kube: KubeApi, client: JobManagerClient, endpoints: JobManagerEndpoints) -> None:
+    def __init__(self, kube: KubeApi, client: JobManagerClient, endpoints: JobManagerEndpoints, *,
+                 owned: OwnedObjects | None = None) -> None:
         self.kube = kube
         self.client = client
         self.endpoints = endpoints
+        self.owned = owned or OwnedObjects()  # the watches' view; unattached it sends every read to the API
         self.savepoints: dict[str, SavepointRequests] = {}
         self.trackers: dict[str, PodProblemTracker] = {}
 
@@ -133,17 +139,28 @@ class Observer:
         key = f"{ref.namespace}/{ref.name}"
         self.savepoints.pop(key, None)
         self.trackers.pop(key, None)
+        self.owned.forget(ref)
+
+    async def owned_objects(self, ref: FlinkJobRef) -> tuple[list[dict[str, Any] | None], list[dict[str, Any]]]:
+        """([JobManager Deployment, TaskManager Deployment] (None: absent), the job's live pods): from the
+        watches' view (owned_objects.py), or from the API where the view cannot answer."""
+        view = self.owned.view(ref)
+        if view is not None:
+            deployments, pods = view
+        else:
+            deployments = [await self.kube.get("Deployment", ref.namespace, n)
+                           for n in (jobmanager_name(ref), taskmanager_name(ref))]
+            pods = await self.kube.list("Pod", ref.namespace, labels={"app.kubernetes.io/instance": ref.name,
+                                                                       "app.kubernetes.io/name": "strom"})
+        pods = [p for p in pods if (p["metadata"].get("labels") or {}).get("app.kubernetes.io/component")
+                in ("jobmanager", "taskmanager") and (p.get("status") or {}).get("phase") not in ("Succeeded",
+                                                                                                 "Failed")]
+        return deployments, pods
 
     async def observe(self, ref: FlinkJobRef, status: FlinkJobStatus, *, now: datetime | None = None
                       ) -> ObservedJob:
         now = now or datetime.now(UTC)
-        deployments = [await self.kube.get("Deployment", ref.namespace, n)
-                       for n in (jobmanager_name(ref), taskmanager_name(ref))]
-        pods = await self.kube.list("Pod", ref.namespace, labels={"app.kubernetes.io/instance": ref.name,
-                                                                   "app.kubernetes.io/name": "strom"})
-        pods = [p for p in pods if (p["metadata"].get("labels") or {}).get("app.kubernetes.io/component")
-                in ("jobmanager", "taskmanager") and (p.get("status") or {}).get("phase") not in ("Succeeded",
-                                                                                                 "Failed")]
+        deployments, pods = await self.owned_objects(ref)
         tracker = self.trackers.setdefault(f"{ref.namespace}/{ref.name}", PodProblemTracker())
         observed = ObservedJob(deployments_exist=any(d is not None for d in deployments) or bool(pods),
                                pod_problems=pod_problems(pods, tracker, now),

@@ -143,6 +143,8 @@ class Reconciler:
         self._locks: dict[str, asyncio.Lock] = {}
         self.secrets = SecretCache(kube)
         self._failures: dict[str, int] = {}  # namespace/name -> failed passes in a row
+        # namespace/name -> metadata.generation the latest pass read: a wakeup for it is no news (handlers.py)
+        self.seen_generation: dict[str, int | None] = {}
         # spec.mode 'batch': Spark-on-Kubernetes driver pods instead of JobManager/TaskManagers (batch/)
         self.batch = BatchReconciler(kube, write_status=self._write_status, post_event=post_event)
 
@@ -169,6 +171,7 @@ class Reconciler:
             body = await self.kube.get("FlinkJob", namespace, name)
             if body is None or body["metadata"].get("deletionTimestamp"):
                 return None
+            self.seen_generation[f"{namespace}/{name}"] = body["metadata"].get("generation")
             ref = FlinkJobRef.from_metadata(body["metadata"])
             status = FlinkJobStatus.from_dict(body.get("status"))
             spec = await self._parse_spec(body, status)
@@ -248,6 +251,7 @@ class Reconciler:
                 if isinstance(step, FinishDeletion):
                     self.metrics.set_state(f"{namespace}/{name}", None)
                     self.observer.forget(ref)
+                    self.seen_generation.pop(f"{namespace}/{name}", None)
                     return step.reason
                 if isinstance(step, Wait) or step.requeue_after > 0:
                     await asyncio.sleep(self.settings.delay(step.requeue_after))
@@ -327,6 +331,7 @@ class Reconciler:
                                          allow_non_restored_state=step.allow_non_restored_state,
                                          vertex_parallelism=step.vertex_parallelism):
                 await self.kube.apply(obj)
+            self.observer.owned.expect(ref, jobmanager=True)  # read our own write, not a watch in flight
             where = f"from {step.restore_from}" if step.restore_from else "without state"
             what = (f"vertex parallelism {parallelism_overrides_value(step.vertex_parallelism)}"
                     if step.vertex_parallelism else f"parallelism {step.spec.job.parallelism}")
@@ -334,6 +339,7 @@ class Reconciler:
         elif isinstance(step, DeleteDeployments):
             for deployment in (jobmanager_name(ref), taskmanager_name(ref)):
                 await self.kube.delete("Deployment", ref.namespace, deployment)
+            self.observer.owned.expect(ref, jobmanager=False)
         elif isinstance(step, TriggerSavepoint | StopWithSavepoint):
             await self._send_savepoint(ref, body, spec, step)
         elif isinstance(step, DisposeSavepoints):
@@ -391,7 +397,7 @@ class Reconciler:
         FlinkJob's first deployment, which restores nothing of its own: there a failure or a slow
         S3 is a Warning Event and the deployment goes on (ha_data.cleanup_policy)."""
         uri = ha_data_uri(ref, spec)
-        exists = uri is not None and await self.kube.get("Deployment", ref.namespace, jobmanager_name(ref)) is not None
+        exists = uri is not None and (await self.observer.owned_objects(ref))[0][0] is not None
         policy = cleanup_policy(uri, jobmanager_exists=exists, lifecycle_state=before.lifecycle_state)
         if policy == NO_CLEANUP or uri is None:
             return None

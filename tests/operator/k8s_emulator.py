@@ -17,6 +17,9 @@ but as plain JSON storage. What the operator and kopf rely on and kmock does not
   say). Lists are atomic (a real server merges list-maps such as containers by their keys), no
   `managedFields` are stored or served, and conflicts are never reported (as with `force=true`);
 * garbage collection: deleting an object deletes its dependents (by `ownerReferences` uid);
+* for tests that count or refuse what a client asks: `served`, every request as it arrives
+  (method, path, query, User-Agent: kopf's watches tell themselves from the operator's own calls),
+  and `refuse`, a test's rule answering a request with an error status as RBAC or admission would;
 * a request log of the requests in flight only: kmock keeps every request forever (in its log and
   in each reaction's) and finds a request's reaction by scanning them all, for each reaction, with
   each filter: quadratic, 0.25 s per request after 600 requests (measured), which stalls an
@@ -30,12 +33,15 @@ CRD schema validation is not emulated: the CRD's schema is tested with jsonschem
 from __future__ import annotations
 
 import asyncio
+import collections
 import copy
 import datetime
 import itertools
+import json
 import threading
+import time
 import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +100,26 @@ def _selector_matches(selector: str, labels: Mapping[str, str]) -> bool:
     return True
 
 
+@attrs.frozen
+class Served:
+    """A request as it reached the emulator; `refused`: answered by a test's `refuse` rule."""
+
+    at: float  # time.monotonic()
+    method: str
+    path: str
+    query: Mapping[str, str]
+    user_agent: str
+    refused: int | None = None
+
+    @property
+    def watch(self) -> bool:
+        return self.query.get("watch") in ("true", "1")
+
+
+# A test's refusal rule: (method, path, parsed JSON body or None) -> (HTTP status, message), or None to serve.
+Refusal = Callable[[str, str, Any], "tuple[int, str] | None"]
+
+
 @attrs.define(kw_only=True)
 class StromKubernetesEmulator(kmock.KubernetesEmulator):
     _versions: Any = attrs.field(factory=lambda: itertools.count(1000), init=False)
@@ -101,6 +127,9 @@ class StromKubernetesEmulator(kmock.KubernetesEmulator):
     # (resource, namespace, name, field manager) -> (object uid, {leaf path: value} it applied last)
     _applied: dict[tuple[Any, ...], tuple[str | None, dict[tuple[str, ...], Any]]] = attrs.field(
         factory=dict, init=False)
+
+    served: collections.deque[Served] = attrs.field(factory=lambda: collections.deque(maxlen=50_000), init=False)
+    refuse: Refusal | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -143,11 +172,30 @@ class StromKubernetesEmulator(kmock.KubernetesEmulator):
         return None
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        refused = await self._refused(raw_request)
+        self.served.append(Served(time.monotonic(), raw_request.method, raw_request.path, dict(raw_request.query),
+                                  raw_request.headers.get("User-Agent", ""), refused[0] if refused else None))
+        if refused is not None:
+            code, message = refused
+            reason = {403: "Forbidden", 422: "Invalid", 409: "Conflict"}.get(code, "BadRequest")
+            return aiohttp.web.json_response({"apiVersion": "v1", "kind": "Status", "status": "Failure",
+                                              "message": message, "reason": reason, "code": code}, status=code)
         # kmock cannot parse the cluster-wide namespace list (`/api/v1/namespaces` has no name after
         # `namespaces`); kopf lists and watches it when told which namespaces to serve.
         if raw_request.path.rstrip("/") == "/api/v1/namespaces" and raw_request.method == "GET":
             return await self._serve_namespaces(raw_request)
         return await super().__call__(raw_request)
+
+    async def _refused(self, raw_request: aiohttp.web.BaseRequest) -> tuple[int, str] | None:
+        if self.refuse is None:
+            return None
+        body: Any = None
+        if raw_request.can_read_body:
+            try:
+                body = json.loads(await raw_request.read() or b"null")  # aiohttp keeps the bytes for kmock
+            except ValueError:
+                body = None
+        return self.refuse(raw_request.method, raw_request.path, body)
 
     async def _serve_namespaces(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
         names = sorted({"default", *(ns for (_, ns, _), o in list(self._objects.items()) if ns and not o.deleted)})

@@ -29,6 +29,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import socket
@@ -261,22 +262,25 @@ class RunningOperator:
         return self.log_path.read_text(errors="replace")[-6000:]
 
 
-@pytest.fixture(scope="session")
-def operator(k8s: Cluster, url_map: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningOperator]:
-    """The operator; tests whose jobs must run also ask for `kubelet` (the operator itself needs no pods)."""
-    work = tmp_path_factory.mktemp("operator")
+@contextlib.contextmanager
+def running_operator(kubeconfig: str, namespace: str, work: Path, *, url_map: Path | None = None,
+                     max_requeue: float | None = 1.0) -> Iterator[RunningOperator]:
+    """`python -m strom_operator.main` watching `namespace` with `kubeconfig`'s credentials, until the block ends.
+    `max_requeue` caps every requeue delay (None: the delays the steps and the back-off ask for)."""
     log_path = work / "operator.log"
     liveness = free_port()
-    own = os.environ.get("STROM_TEST_OPERATOR_KUBECONFIG") if not k8s.emulated else None  # other credentials
-    env = dict(os.environ, KUBECONFIG=own or str(k8s.kubeconfig),
+    env = dict(os.environ, KUBECONFIG=kubeconfig,
                PYTHONPATH=os.pathsep.join([str(ROOT / "operator"), str(ROOT / "runtime-image"),
                                            os.environ.get("PYTHONPATH", "")]))
+    args = [sys.executable, "-m", "strom_operator.main", "--namespace", namespace, "--metrics-port", "0",
+            "--liveness", f"http://127.0.0.1:{liveness}/healthz", "--log-level", "INFO"]
+    if max_requeue is not None:
+        args += ["--max-requeue", f"{max_requeue:g}"]
+    if url_map is not None:
+        args += ["--jobmanager-url-map", str(url_map)]
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "strom_operator.main", "--namespace", k8s.namespace, "--metrics-port", "0",
-             "--liveness", f"http://127.0.0.1:{liveness}/healthz", "--max-requeue", "1",
-             "--jobmanager-url-map", str(url_map), "--log-level", "INFO"],
-            env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=work)
+        proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                cwd=work)
     try:
         port = wait_until(lambda: (m := re.search(r"operator metrics on port (\d+)", log_path.read_text()))
                           and int(m.group(1)), timeout=30, what="the operator's start",
@@ -289,6 +293,15 @@ def operator(k8s: Cluster, url_map: Path, tmp_path_factory: pytest.TempPathFacto
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
+
+
+@pytest.fixture(scope="session")
+def operator(k8s: Cluster, url_map: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningOperator]:
+    """The operator; tests whose jobs must run also ask for `kubelet` (the operator itself needs no pods)."""
+    own = os.environ.get("STROM_TEST_OPERATOR_KUBECONFIG") if not k8s.emulated else None  # other credentials
+    with running_operator(own or str(k8s.kubeconfig), k8s.namespace, tmp_path_factory.mktemp("operator"),
+                          url_map=url_map) as running:
+        yield running
 
 
 # What tests create and must not leave behind (a ServiceAccount's token Secrets go with it).

@@ -52,10 +52,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: ["strom.io"]
   resources: ["flinkjobs/finalizers"]
   verbs: ["update"]
-# apply (create, or server-side apply, which also needs create when the object is new), observe, delete.
+# apply (create, or server-side apply, which also needs create when the object is new), delete; kopf
+# watches them (list, watch) for observation, and a pass reads one (get) until the watch shows its own change.
 - apiGroups: ["apps"]
   resources: ["deployments"]
-  verbs: ["get", "create", "patch", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["services"]
   verbs: ["create", "patch"]
