@@ -6,6 +6,9 @@ encodes it (strom.common.job_payload) and POSTs it to /jobs; `list`, `info` and 
 and patch /jobs. Each `*_command(argv) -> int` returns the exit status: 0 done, 1 failed, 2
 usage. Failures print ONE line on stderr (`strom: error: ...`); `--verbose` adds the traceback.
 `--jobmanager HOST:PORT` (default localhost:8081) is the REST address, as in Flink's `-m`.
+Every command takes `-D key=value` and `--config FILE` (default `$STROM_CONF_DIR/config.yaml`), whose
+`security.ssl.rest.*` keys make it speak HTTPS with a client certificate (`strom.common.tls`); for
+`submit` they are the client's, never part of the submitted job's configuration.
 """
 
 from __future__ import annotations
@@ -16,17 +19,27 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TextIO
 
 import cloudpickle
 
-from strom.cli import EXIT_OK, EXIT_USAGE, UsageError, build_configuration, parse_run_args
+from strom.cli import (
+    EXIT_OK,
+    EXIT_USAGE,
+    RunRequest,
+    UsageError,
+    _split_dynamic,
+    build_configuration,
+    parse_run_args,
+)
 from strom.client.rest_client import RestClient, RestClientError, parse_address
 from strom.common.config_options import ConfigError
 from strom.common.configuration import Configuration
 from strom.common.job_payload import encode_job
+from strom.common.tls import rest_client_tls
+from strom.common.tls_options import ALL_KEYS as TLS_KEYS
 
 EXIT_FAILED = 1
 DEFAULT_JOBMANAGER = "localhost:8081"
@@ -51,6 +64,9 @@ strom stop JOBID [--savepoint-path DIR] [--drain] [--jobmanager HOST:PORT]
     event-time window and timer fires before the savepoint.
 
   --jobmanager HOST:PORT  the JobManager's REST endpoint (rest.address:rest.port); default localhost:8081
+  -D key=value, --config FILE
+                          configuration of the client: security.ssl.rest.enabled, .keystore, .key,
+                          .truststore, ... speak HTTPS with a client certificate (mutual TLS)
   --verbose               print the traceback of a failure
 """
 
@@ -63,10 +79,19 @@ class ClientOptions:
     verbose: bool
     help: bool
     rest: list[str]
+    dynamic: list[tuple[str, str]] = field(default_factory=list)  # -D key=value
+    config_file: str | None = None  # --config FILE
 
-    def client(self) -> RestClient:
+    def configuration(self) -> Configuration:
+        """defaults < config file < -D, as for `strom run`; ConfigError naming a bad key."""
+        return build_configuration(RunRequest("", dynamic=list(self.dynamic), config_file=self.config_file), os.environ)
+
+    def client(self, configuration: Configuration | None = None) -> RestClient:
+        """The REST client, over HTTPS when security.ssl.rest.enabled (TlsConfigError, a ConfigError, for
+        unusable material: before any request)."""
         host, port = parse_address(self.address)
-        return RestClient(host, port)
+        conf = self.configuration() if configuration is None else configuration
+        return RestClient(host, port, ssl_context=rest_client_tls(conf))
 
 
 def split_client_options(argv: Sequence[str]) -> ClientOptions:
@@ -74,6 +99,8 @@ def split_client_options(argv: Sequence[str]) -> ClientOptions:
     -D); -h/--help only as the first argument, so that a job's own --help reaches the job."""
     address, verbose, help_ = DEFAULT_JOBMANAGER, False, False
     rest: list[str] = []
+    dynamic: list[tuple[str, str]] = []
+    config_file: str | None = None
     args = list(argv)
     i = 0
     while i < len(args):
@@ -90,13 +117,25 @@ def split_client_options(argv: Sequence[str]) -> ClientOptions:
             address = a.partition("=")[2]
         elif a == "--verbose":
             verbose = True
+        elif a in ("-D", "--config"):
+            if i + 1 >= len(args):
+                raise UsageError(f"option {a} expects {'key=value' if a == '-D' else 'a file'}")
+            if a == "-D":
+                dynamic.append(_split_dynamic(args[i + 1]))
+            else:
+                config_file = args[i + 1]
+            i += 1
+        elif a.startswith("-D"):
+            dynamic.append(_split_dynamic(a[2:]))
+        elif a.startswith("--config="):
+            config_file = a.partition("=")[2]
         elif a in ("-h", "--help") and i == 0:
             help_ = True
         else:
             rest.append(a)
         i += 1
     parse_address(address)  # a malformed address is a usage error before anything runs
-    return ClientOptions(address, verbose, help_, rest)
+    return ClientOptions(address, verbose, help_, rest, dynamic, config_file)
 
 
 def _fail(err: TextIO, message: str, error: BaseException | None = None, *, verbose: bool = False) -> int:
@@ -182,8 +221,11 @@ def _run_for_submission(
 
 def _submit(options: ClientOptions, out: TextIO, err: TextIO) -> int:
     request = parse_run_args(options.rest)
+    request.dynamic, request.config_file = options.dynamic, options.config_file
     configuration = build_configuration(request, os.environ)
-    client = options.client()
+    client = options.client(configuration)
+    # the client's TLS keys (and their passwords) are its own, not the job's
+    configuration = Configuration({k: v for k, v in configuration.to_dict().items() if k not in TLS_KEYS})
     if not os.path.isfile(request.path):
         print(f"strom: error: job file {request.path!r} does not exist", file=err)
         return EXIT_USAGE

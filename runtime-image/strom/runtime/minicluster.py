@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from strom.common import config_options as opts
+from strom.common import tls_options
 from strom.datastream.stream_execution_environment import JobExecutionResult
 from strom.graph.job_graph import create_job_graph
 from strom.graph.stream_graph import StreamGraph
@@ -133,6 +134,9 @@ class MiniCluster:
             *(arg for option in TASKMANAGER_ADDRESS_KEYS for arg in ("-D", f"{option.key}={LOOPBACK}")),
             "-D",
             "metrics.reporter.prom.port=0",
+            # internal TLS as the JobManager has it (a -D of `strom run` reaches no TaskManager otherwise)
+            *(arg for key in sorted(tls_options.ALL_KEYS) if self.config.contains_key(key)
+              for arg in ("-D", f"{key}={self.config.get(key)}")),
             "--log-level",
             self.log_level,
         ]

@@ -3,7 +3,8 @@ heartbeats) and the RPC endpoint TaskManagers connect to. Runs on one asyncio lo
 threads (application mode's job script, `strom run`) submit through the *_threadsafe methods.
 
 The RPC endpoint binds `jobmanager.bind-host` (unset: `jobmanager.rpc.address`). A connection to it
-is read only after peer authentication with the cluster secret (`network.peer_auth`). A registering
+is read only after mutual TLS (`security.ssl.internal.enabled`) and peer authentication with the
+cluster secret (`network.secure_connections`). A registering
 TaskManager is taken only if this process can reach its advertised data address; otherwise it gets
 a `RegistrationRefused` naming the address and `taskmanager.host`, and exits.
 """
@@ -20,6 +21,7 @@ from typing import Any
 import cloudpickle
 
 from strom.common import config_options as opts
+from strom.common.tls import internal_tls
 from strom.graph.stream_graph import StreamGraph
 from strom.runtime.jobmanager.checkpointing import validate_cluster_checkpointing
 from strom.runtime.jobmanager.high_availability import CheckpointPointer, HaServices, ha_services_for
@@ -31,7 +33,8 @@ from strom.runtime.metrics.registry import MetricRegistry
 from strom.runtime.metrics.snapshots import merge_snapshots
 from strom.runtime.network.addresses import check_bindable, metrics_bind, reachability_problem, rpc_bind
 from strom.runtime.network.cluster_secret import resolve_cluster_secret
-from strom.runtime.network.peer_auth import RPC, accept_peer_async
+from strom.runtime.network.peer_auth import RPC
+from strom.runtime.network.secure_connections import secure_accept_async
 from strom.runtime.rpc import (
     AcknowledgeCheckpoint,
     DeclineCheckpoint,
@@ -76,6 +79,8 @@ class JobManager:
         self.ha: HaServices = ha_services_for(config)
         # every RPC connection proves it before its first frame is read (ConfigError when unusable)
         self.secret = resolve_cluster_secret(config)
+        # internal TLS contexts, built now so that bad material stops the process at its start
+        self.tls = internal_tls(config)
         self.recovered_job_ids: list[str] = []
 
     def metrics_snapshot(self) -> Any:
@@ -162,8 +167,8 @@ class JobManager:
     async def _handle_taskmanager(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         record: TaskManagerRecord | None = None
         try:
-            # nothing is unpickled from a peer that has not proved the cluster secret
-            if not await accept_peer_async(reader, writer, self.secret, RPC):
+            # nothing is unpickled from a peer without the cluster's certificate (TLS on) and secret
+            if not await secure_accept_async(reader, writer, secret=self.secret, tls=self.tls, purpose=RPC):
                 return
             hello = await read_message(reader)
             if not isinstance(hello, RegisterTaskManager):

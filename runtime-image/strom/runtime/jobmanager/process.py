@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from strom.common import config_options as opts
+from strom.common.tls import rest_server_tls
 from strom.runtime.jobmanager.dispatcher import JobManager
 from strom.runtime.network.addresses import check_bindable, rest_bind
 
@@ -36,7 +37,9 @@ async def start_rest(jm: JobManager) -> Any:
     port = jm.config.get(opts.REST_PORT)
     try:
         submit = bool(jm.config.get(opts.WEB_SUBMIT_ENABLE))
-        runner, port = await start_rest_server(DispatcherView(jm), bind.host, port, submit_enabled=submit)
+        runner, port = await start_rest_server(
+            DispatcherView(jm), bind.host, port, submit_enabled=submit, ssl_context=rest_server_tls(jm.config)
+        )
     except OSError as e:
         why = os.strerror(e.errno) if e.errno else str(e)
         raise OSError(

@@ -1,7 +1,8 @@
 """DataServer: the consumer end of remote channels, one TCP server per worker process.
 
-Every connection first passes peer authentication (`peer_auth.accept_peer`: the producer proves the
-cluster secret, and so does this server); only then is its handshake read. The process registers
+Every connection is first secured (`secure_connections.secure_accept`: mutual TLS when internal TLS
+is on, then peer authentication, where the producer proves the cluster secret and so does this
+server); only then is its handshake read. The process registers
 each remote input channel with `expect(channel_id, channel)`, where `channel` is the `LocalChannel`
 an `InputGate` handed out. A producer connects and names its channel in a handshake; the connection
 may arrive before `expect` and is then held (up to `pending_timeout_s`). Once matched, the server
@@ -21,9 +22,11 @@ import socket
 import threading
 from typing import Any
 
+from strom.common.tls import InternalTls
 from strom.runtime.network.channels import LocalChannel
 from strom.runtime.network.events import EndOfPartition
-from strom.runtime.network.peer_auth import DATA, accept_peer
+from strom.runtime.network.peer_auth import DATA
+from strom.runtime.network.secure_connections import secure_accept
 from strom.runtime.network.serialization import deserialize_item
 from strom.runtime.network.tcp_protocol import (
     FRAME_CANCEL,
@@ -52,12 +55,14 @@ class DataServer:
         port: int = 0,
         *,
         secret: bytes,
+        tls: InternalTls | None = None,
         pending_timeout_s: float = 60.0,
         handshake_timeout_s: float = 10.0,
     ) -> None:
         self.host = host
         self.port = port
         self.secret = secret  # the cluster secret producers must prove (peer_auth) before anything is read
+        self.tls = tls  # internal TLS: producers present a certificate of the cluster's CA first
         self.pending_timeout_s = pending_timeout_s
         self.handshake_timeout_s = handshake_timeout_s
         self._lock = threading.Lock()
@@ -240,10 +245,12 @@ class _InboundConnection:
         sock = self.sock
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # credits are tiny frames
-            # nothing is read from a producer that has not proved the cluster secret; the JobManager's
-            # reachability probe (connect, close) ends here quietly
-            if not accept_peer(sock, self.server.secret, DATA, peer=self.peer):
+            # nothing is read from a producer without the cluster's certificate (TLS on) and secret; the
+            # JobManager's reachability probe (connect, close) ends here quietly
+            secured = secure_accept(sock, secret=self.server.secret, tls=self.server.tls, purpose=DATA, peer=self.peer)
+            if secured is None:
                 return
+            sock = self.sock = secured
             sock.settimeout(self.server.handshake_timeout_s)
             try:
                 self.channel_id = read_handshake(sock)

@@ -18,10 +18,12 @@ import threading
 import time
 from typing import Any
 
+from strom.common.tls import InternalTls
 from strom.runtime.network.channels import TaskCancelledError
 from strom.runtime.network.data_server import DataServer
 from strom.runtime.network.events import EndOfPartition
-from strom.runtime.network.peer_auth import DATA, PeerAuthError, authenticate_to_server
+from strom.runtime.network.peer_auth import DATA, PeerAuthError
+from strom.runtime.network.secure_connections import secure_connect
 from strom.runtime.network.serialization import serialize_item
 from strom.runtime.network.tcp_protocol import (
     FRAME_CANCEL,
@@ -44,12 +46,20 @@ class RemoteOutputChannel:
     """The producer end of one channel to a consumer subtask in another process."""
 
     def __init__(
-        self, channel_id: ChannelId, host: str, port: int, *, secret: bytes, connect_timeout_s: float = 30.0
+        self,
+        channel_id: ChannelId,
+        host: str,
+        port: int,
+        *,
+        secret: bytes,
+        tls: InternalTls | None = None,
+        connect_timeout_s: float = 30.0,
     ) -> None:
         self.channel_id = channel_id
         self.host = host
         self.port = port
         self.secret = secret  # the cluster secret: both ends prove it before the channel's handshake
+        self.tls = tls  # internal TLS (mutual), set up before the secret is proved
         self.connect_timeout_s = connect_timeout_s
         self.back_pressured_ns = 0
         self.bytes_sent = 0
@@ -90,8 +100,8 @@ class RemoteOutputChannel:
                 delay = min(delay * 2, 0.5)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            # no record goes to a server that has not proved the cluster secret
-            authenticate_to_server(sock, self.secret, DATA)
+            # no record goes to a server without the cluster's certificate (TLS on) and secret
+            sock = secure_connect(sock, secret=self.secret, tls=self.tls, purpose=DATA)
             sock.settimeout(None)
             sock.sendall(encode_handshake(self.channel_id))
         except PeerAuthError as e:

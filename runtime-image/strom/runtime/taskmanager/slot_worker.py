@@ -21,6 +21,7 @@ from typing import Any
 import cloudpickle
 
 from strom.common import config_options as opts
+from strom.common.tls import InternalTls, StoreSettings, internal_contexts
 from strom.graph.job_graph import create_job_graph
 from strom.runtime.checkpoint.metadata import read_metadata
 from strom.runtime.checkpoint.options import snapshot_staging_dir, takes_snapshots
@@ -55,6 +56,7 @@ class SlotWorker:
         host: str,
         data_port: int,
         secret: bytes,
+        tls: InternalTls | None = None,
         tm_id: str = "",
         report_interval_s: float = 1.0,
     ) -> None:
@@ -65,7 +67,8 @@ class SlotWorker:
         self.host = host
         self.secret = secret  # the cluster secret, from the TaskManager over the (local, inherited) pipe
         self._send_lock = threading.Lock()
-        self.data_server = DataServer(host, data_port, secret=secret)
+        self.tls = tls  # internal TLS contexts (built in this process from the TaskManager's settings)
+        self.data_server = DataServer(host, data_port, secret=secret, tls=tls)
         self.data_port = self.data_server.start()
         self.tasks: dict[tuple[str, int], list[Any]] = {}
         self._writers: dict[tuple[str, int], AsyncSnapshotWriter] = {}
@@ -123,7 +126,9 @@ class SlotWorker:
             job_graph = create_job_graph(graph)
             remote = RemoteChannels(
                 expect=lambda key, ch: self.data_server.expect(ChannelId(*key), ch),
-                connect=lambda key, host, port: RemoteOutputChannel(ChannelId(*key), host, port, secret=self.secret),
+                connect=lambda key, host, port: RemoteOutputChannel(
+                    ChannelId(*key), host, port, secret=self.secret, tls=self.tls
+                ),
                 locations=msg.locations,
             )
             built = build_subtasks(
@@ -221,10 +226,19 @@ class SlotWorker:
 
 
 def worker_main(
-    conn: Any, slot_index: int, host: str, data_port: int, secret: bytes, log_level: str = "WARNING", tm_id: str = ""
+    conn: Any,
+    slot_index: int,
+    host: str,
+    data_port: int,
+    secret: bytes,
+    log_level: str = "WARNING",
+    tm_id: str = "",
+    tls_settings: StoreSettings | None = None,
 ) -> None:
-    """Entry point of the worker process (multiprocessing spawn target)."""
+    """Entry point of the worker process (multiprocessing spawn target). `tls_settings` are the
+    TaskManager's internal TLS settings (contexts cannot be pickled; the material is read again here)."""
     logging.basicConfig(
         level=log_level, format=f"%(asctime)s slot-{slot_index} pid-{os.getpid()} %(levelname)s %(message)s"
     )
-    SlotWorker(conn, slot_index=slot_index, host=host, data_port=data_port, secret=secret, tm_id=tm_id).serve()
+    tls = internal_contexts(tls_settings) if tls_settings is not None else None
+    SlotWorker(conn, slot_index=slot_index, host=host, data_port=data_port, secret=secret, tls=tls, tm_id=tm_id).serve()

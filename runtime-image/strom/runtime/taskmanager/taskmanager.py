@@ -19,6 +19,7 @@ import multiprocessing
 import os
 import pickle
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -26,6 +27,7 @@ import uuid
 from typing import Any
 
 from strom.common import config_options as opts
+from strom.common.tls import internal_contexts, internal_settings
 from strom.runtime.metrics.registry import MetricRegistry, process_rss_bytes
 from strom.runtime.metrics.snapshots import merge_snapshots
 from strom.runtime.network.addresses import (
@@ -36,7 +38,8 @@ from strom.runtime.network.addresses import (
     route_source_address,
 )
 from strom.runtime.network.cluster_secret import resolve_cluster_secret
-from strom.runtime.network.peer_auth import RPC, SecretMismatch, authenticate_to_server
+from strom.runtime.network.peer_auth import RPC, SecretMismatch
+from strom.runtime.network.secure_connections import TlsRefused, secure_connect
 from strom.runtime.rpc import (
     AcknowledgeCheckpoint,
     CancelJob,
@@ -61,6 +64,8 @@ from strom.runtime.taskmanager.registration import (
     RegistrationAttempts,
     RegistrationError,
     authentication_failed,
+    certificate_refused,
+    tls_refused,
 )
 from strom.runtime.taskmanager.slot_worker import worker_main
 
@@ -97,6 +102,9 @@ class TaskManager:
         self.tm_id = tm_id or config.get(opts.TM_RESOURCE_ID) or f"tm-{uuid.uuid4().hex[:12]}"
         # proved to the JobManager and by every data connection of the slots (ConfigError when unusable)
         self.secret = resolve_cluster_secret(config)
+        # internal TLS: read and checked now (TlsConfigError: one line, exit); the slots get the settings
+        self.tls_settings = internal_settings(config)
+        self.tls = internal_contexts(self.tls_settings) if self.tls_settings is not None else None
         self.num_slots = config.get(opts.TASK_SLOTS)
         self.slots = [Slot(i) for i in range(self.num_slots)]
         self._jm: FramedSocket | None = None
@@ -162,6 +170,7 @@ class TaskManager:
                 self.secret,
                 self.log_level,
                 self.tm_id,
+                self.tls_settings,
             ),
             daemon=True,
             name=f"strom-slot-{slot.index}",
@@ -246,12 +255,15 @@ class TaskManager:
         sock.settimeout(30)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
-            authenticate_to_server(sock, self.secret, RPC)  # before the first frame, either way
+            # TLS (internal TLS on), then the secret: before the first frame, either way
+            sock = secure_connect(sock, secret=self.secret, tls=self.tls, purpose=RPC)
         except SecretMismatch:
-            sock.close()
             raise authentication_failed(self.jobmanager) from None
-        except BaseException:
-            sock.close()
+        except TlsRefused as e:
+            raise tls_refused(self.jobmanager, e) from None
+        except ssl.SSLError as e:
+            if certificate_refused(e):
+                raise tls_refused(self.jobmanager, e) from None
             raise
         jm = FramedSocket(sock)
         try:
