@@ -265,7 +265,7 @@ class Platform:
     def owned_objects(self, name: str) -> list[tuple[str, str]]:
         """(kind, name) of every object labelled as belonging to the FlinkJob."""
         found = []
-        for kind in ("Deployment", "Pod", "Service", "ConfigMap"):
+        for kind in ("Deployment", "Pod", "Service", "ConfigMap", "NetworkPolicy"):
             for obj in self.list(kind, **{"app.kubernetes.io/instance": name}):
                 found.append((kind, obj["metadata"]["name"]))
         return found

@@ -114,7 +114,8 @@ def test_deleting_a_flinkjob_removes_everything_it_owns_after_a_final_savepoint(
                                           savepoints={"onDeletion": True}))
     platform.wait_running(name)
     platform.wait(name, lambda: indexes_written(out) >= 300, timeout=60, what="output under way")
-    assert {kind for kind, _ in platform.owned_objects(name)} == {"Deployment", "Pod", "Service", "ConfigMap"}
+    assert {kind for kind, _ in platform.owned_objects(name)} == {"Deployment", "Pod", "Service", "ConfigMap",
+                                                                   "NetworkPolicy"}
 
     platform.delete("FlinkJob", name)
     platform.wait_gone(name, timeout=90)

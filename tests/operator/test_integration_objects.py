@@ -36,7 +36,8 @@ def test_create_applies_owned_labelled_objects_and_the_status_goes_created_then_
     uid = created["metadata"]["uid"]
     wait_until(lambda: k8s.status("objects").get("lifecycleState") == "DEPLOYED", timeout=30,
                what="lifecycle DEPLOYED", details=operator.log)
-    names = {"ConfigMap": "objects-config", "Service": "objects-jobmanager", "Deployment": "objects-jobmanager"}
+    names = {"ConfigMap": "objects-config", "Service": "objects-jobmanager", "Deployment": "objects-jobmanager",
+             "NetworkPolicy": "objects"}  # spec.security.networkPolicy is on by default
     objects = [k8s.get(kind, name) for kind, name in names.items()] + [k8s.get("Deployment", "objects-taskmanager")]
     for obj in objects:
         assert obj is not None
@@ -46,7 +47,7 @@ def test_create_applies_owned_labelled_objects_and_the_status_goes_created_then_
         assert meta["labels"]["app.kubernetes.io/instance"] == "objects"
         assert meta["labels"]["app.kubernetes.io/managed-by"] == MANAGED_BY
     # 3 slots of parallelism over TaskManagers of 2 slots: ceil(3 / 2) = 2 replicas
-    assert objects[3]["spec"]["replicas"] == 2
+    assert objects[-1]["spec"]["replicas"] == 2
     status = k8s.status("objects")
     assert status["scaling"] == {"parallelism": 3, "taskManagers": 2, "slotsTotal": 4}
     assert status["observedGeneration"] == 1

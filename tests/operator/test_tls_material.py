@@ -208,3 +208,49 @@ def test_a_secret_that_does_not_parse_is_a_pending_condition_naming_it(secret):
     with pytest.raises(TlsSecretPending, match="Secret streams/wordcount-tls cannot serve as the operator's client "
                                                "certificate: .*; delete it to have a new one generated"):
         asyncio.run(follow_deployed_tls(JobManagerEndpoints("").tls, Secrets(garbled), REF, _tls_status_spec()))
+
+
+def test_the_engine_reads_the_operators_configuration_and_material(secret, tmp_path):
+    """The other side of the contract: the engine's own reader (strom.common.tls) takes the ConfigMap's keys
+    with the Secret's files where the pod mounts them (here under tmp_path), builds its contexts, and they
+    complete mutual handshakes with each other (internal) and with the operator's client (REST)."""
+    from strom.common.configuration import Configuration
+    from strom.common.tls import internal_tls, rest_client_tls, rest_server_tls
+    from strom_operator.configmap import engine_configuration
+
+    for name, data in _files(secret).items():
+        (tmp_path / name).write_bytes(data)
+    conf = {k: v.replace("/opt/strom/tls", str(tmp_path))
+            for k, v in engine_configuration(REF, make_spec(security={"tls": {"enabled": True}})).items()
+            if k.startswith("security.")}
+    config = Configuration(conf)
+    internal, rest_server, rest_client = internal_tls(config), rest_server_tls(config), rest_client_tls(config)
+    assert internal is not None and rest_server is not None and rest_client is not None
+    assert rest_server.verify_mode == ssl.CERT_REQUIRED  # authentication-enabled: clients need the job's certificate
+
+    async def handshake(server_ctx: ssl.SSLContext, client_ctx: ssl.SSLContext, hostname: str | None) -> bytes:
+        async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.write(await reader.readexactly(2))
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(echo, "127.0.0.1", 0, ssl=server_ctx)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_ctx, server_hostname=hostname)
+            writer.write(b"ok")
+            answer = await reader.readexactly(2)
+            writer.close()
+            return answer
+        finally:
+            server.close()
+            await server.wait_closed()
+
+    async def run() -> None:
+        assert await handshake(internal.server, internal.client, None) == b"ok"  # RPC and data: mutual, no names
+        operator_client = client_context(secret)
+        assert await handshake(rest_server, operator_client, "wordcount-jobmanager.streams.svc") == b"ok"
+        # the engine's own REST client (application mode's, the CLI's in a pod) by the Service's short name
+        assert await handshake(rest_server, rest_client, "wordcount-jobmanager") == b"ok"
+
+    asyncio.run(run())
