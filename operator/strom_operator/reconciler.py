@@ -28,6 +28,7 @@ from strom_operator.action_failures import (
     FAILURE_REASONS,
     S3CredentialsMissing,
     S3Unavailable,
+    TlsSecretPending,
     failure_of,
     retry_delay,
     with_failure,
@@ -51,10 +52,12 @@ from strom_operator.ha_data import (
     read_checkpoint_pointers,
 )
 from strom_operator.jobmanager_client import JobManagerClient, JobManagerError, JobManagerUnreachable
+from strom_operator.jobmanager_tls import follow_deployed_tls
 from strom_operator.kube_api import KubeApi, KubeApiError
 from strom_operator.labels import FlinkJobRef, jobmanager_name, taskmanager_name
 from strom_operator.lifecycle import next_step
 from strom_operator.metrics import OperatorMetrics
+from strom_operator.network_policy import OperatorPods
 from strom_operator.observed import ObservedJob, SavepointTrigger
 from strom_operator.observer import Observer
 from strom_operator.operator_options import OperatorOptions
@@ -76,6 +79,7 @@ from strom_operator.steps import (
     TriggerSavepoint,
     Wait,
 )
+from strom_operator.tls_secret import ensure_tls_secret
 from strom_operator.upgrades import Situation
 
 log = logging.getLogger(__name__)
@@ -88,8 +92,9 @@ WARNING_REASONS = {"InvalidSpec", "SavepointFailed", "DeploymentTimeout", "JobFa
                                                             "InvalidImageName")}
 
 EventPoster = Callable[[Mapping[str, Any], str, str, str], None]
-# What a failure to act raises: the API's refusals and silences, S3's, a missing credentials Secret.
-ACTION_ERRORS = (KubeApiError, DisposalError, S3Unavailable, S3CredentialsMissing)
+# What a failure to act raises: the API's refusals and silences, S3's, a missing credentials Secret,
+# a TLS Secret not issued yet.
+ACTION_ERRORS = (KubeApiError, DisposalError, S3Unavailable, S3CredentialsMissing, TlsSecretPending)
 # How long a best-effort HA-data cleanup (a first deployment) may hold the deployment up.
 BEST_EFFORT_CLEANUP_S = 10.0
 # What each step does, in the words of a failure's message.
@@ -187,6 +192,7 @@ class Reconciler:
                     return self.settings.delay(delay)
                 continue
             try:
+                await self._jobmanager_tls(ref, status)
                 observed = await self.observer.observe(ref, status)
             except ACTION_ERRORS as e:
                 return self.settings.delay(await self._failed(body, status, e, OBSERVING))
@@ -240,6 +246,7 @@ class Reconciler:
                 now = datetime.now(UTC)
                 step: Step | None = None
                 try:
+                    await self._jobmanager_tls(ref, status)
                     observed = await self.observer.observe(ref, status)
                     step = next_deletion_step(spec, status, observed, now=now, name=name)
                     await self.perform(ref, body, spec, status, step, now)
@@ -280,6 +287,7 @@ class Reconciler:
             js = status.job_status
             assert js.job_id is not None and js.start_time is not None  # autoscaler_blocked checked
             try:
+                await self._jobmanager_tls(ref, status)
                 outcome = await evaluate_autoscaler(self.kube, self.client, self.metrics.registry, ref=ref,
                                                     spec=spec, base_url=self.observer.endpoints.url(ref),
                                                     job_id=js.job_id, job_start=js.start_time, now=now)
@@ -327,9 +335,12 @@ class Reconciler:
                 step = _restoring(step, newer)
             # created once, before the pods that read it; never applied (that would change its value)
             await ensure_cluster_secret(self.kube, ref)
+            if step.spec.security.tls.enabled:  # the same for the TLS material, or cert-manager's (waited for)
+                await ensure_tls_secret(self.kube, self.secrets, ref, step.spec)
             for obj in build_job_objects(ref, step.spec, restore_from=step.restore_from,
                                          allow_non_restored_state=step.allow_non_restored_state,
-                                         vertex_parallelism=step.vertex_parallelism):
+                                         vertex_parallelism=step.vertex_parallelism,
+                                         operator=OperatorPods.from_env()):
                 await self.kube.apply(obj)
             self.observer.owned.expect(ref, jobmanager=True)  # read our own write, not a watch in flight
             where = f"from {step.restore_from}" if step.restore_from else "without state"
@@ -353,6 +364,11 @@ class Reconciler:
             return  # the resource goes away: no status to write
         # Done without a failure: an earlier failure to act is over.
         await self._write_status(body, before, without_failure(step.status), now)
+
+    async def _jobmanager_tls(self, ref: FlinkJobRef, status: FlinkJobStatus) -> None:
+        """https with the job's certificate while its JobManager runs with TLS (jobmanager_tls.py)."""
+        await follow_deployed_tls(self.observer.endpoints.tls, self.secrets, ref,
+                                  status.reconciliation.last_reconciled_spec)
 
     async def _send_savepoint(self, ref: FlinkJobRef, body: Mapping[str, Any], spec: FlinkJobSpec,
                               step: TriggerSavepoint | StopWithSavepoint) -> None:

@@ -61,6 +61,8 @@ RESOURCES: dict[str, tuple[bool, str, tuple[str, ...]]] = {
     "v1/secrets": (True, "Secret", ()),
     "v1/events": (True, "Event", ()),
     "v1/namespaces": (False, "Namespace", ("status",)),
+    "networking.k8s.io/v1/networkpolicies": (True, "NetworkPolicy", ()),
+    "cert-manager.io/v1/certificates": (True, "Certificate", ("status",)),
 }
 VERBS = {"get", "list", "watch", "create", "update", "patch", "delete"}
 APPLY_PATCH = "application/apply-patch+yaml"

@@ -44,8 +44,15 @@ NAMESPACED: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("", "events", ("create",), "kopf.event via handlers._post_event, and kopf's own warnings"),
     ("", "events", ("patch",), "event_recorder.py: a repeated Event's count and lastTimestamp"),
     ("", "secrets", ("create",), "cluster_secret.ensure_cluster_secret (reconciler DeployJob): create, 409 = there"),
+    ("", "secrets", ("create",), "tls_secret.ensure_tls_secret: the generated <name>-tls, created once"),
+    ("networking.k8s.io", "networkpolicies", ("create", "patch"),
+     "kube.apply of network_policy.build_network_policy (build_job_objects, reconciler DeployJob)"),
 )
-SECRETS = ("", "secrets", ("get",), "reconciler._s3_access / secret_cache.py: spec.s3.credentialsSecret")
+SECRETS = ("", "secrets", ("get",), "reconciler._s3_access / secret_cache.py: spec.s3.credentialsSecret; "
+           "jobmanager_tls.follow_deployed_tls and tls_secret.ensure_tls_secret read <name>-tls")
+# Only with certManager.enabled: spec.security.tls.issuerRef makes the operator apply a Certificate.
+CERT_MANAGER = ("cert-manager.io", "certificates", ("create", "patch"),
+                "kube.apply of tls_secret.build_certificate (tls_secret.ensure_tls_secret)")
 # Cluster-wide, kopf watches CRDs (kopf's resource_observer); namespaces it never lists when it watches
 # all of them. Namespaced, nothing cluster-scoped: kopf's scanning is off (main.py) and finds 403 nowhere.
 CLUSTER_ONLY = (("apiextensions.k8s.io", "customresourcedefinitions", ("list", "watch"),
@@ -147,3 +154,13 @@ def test_no_wildcards_and_none_of_the_grants_the_operator_never_used():
 def test_rbac_off_renders_no_role():
     docs = render({"rbac": {"create": False}})
     assert not {"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"} & {d["kind"] for d in docs}
+
+
+@pytest.mark.parametrize("values", [{}, {"rbac": {"clusterWide": True}}])
+def test_cert_manager_certificates_only_when_enabled(values):
+    kind = "ClusterRole" if values else "Role"
+    [without] = _roles(render(values), kind)
+    assert ("cert-manager.io", "certificates") not in _grants(without)
+    [role] = _roles(render({**values, "certManager": {"enabled": True}}), kind)
+    extra = (*CLUSTER_ONLY,) if values else (SECRETS,)
+    assert _grants(role) == _table(*NAMESPACED, *extra, CERT_MANAGER)

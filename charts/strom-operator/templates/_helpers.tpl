@@ -76,11 +76,22 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
-# Each FlinkJob's cluster secret (cluster_secret.py): created once, never read, changed or listed;
-# creating a Secret reveals no other.
+# Each FlinkJob's cluster secret (cluster_secret.py) and generated TLS Secret <name>-tls (tls_secret.py):
+# created once, never changed or listed; creating a Secret reveals no other. (With spec.security.tls the
+# operator also reads <name>-tls for its REST client certificate: the "get" of "strom-operator.secretRule".)
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["create"]
+# Each FlinkJob's NetworkPolicy (network_policy.py): server-side apply.
+- apiGroups: ["networking.k8s.io"]
+  resources: ["networkpolicies"]
+  verbs: ["create", "patch"]
+{{- if .Values.certManager.enabled }}
+# spec.security.tls.issuerRef: the cert-manager Certificate whose Secret is <name>-tls (tls_secret.py).
+- apiGroups: ["cert-manager.io"]
+  resources: ["certificates"]
+  verbs: ["create", "patch"]
+{{- end }}
 {{- end -}}
 
 {{/* Reading the Secrets FlinkJobs name in spec.s3.credentialsSecret (get only), limited to
