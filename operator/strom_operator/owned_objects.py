@@ -44,8 +44,10 @@ def index_entry(namespace: str | None, body: Mapping[str, Any]) -> dict[Key, dic
     instance = labels.get(INSTANCE_LABEL)
     if not instance:
         return {}
-    # A plain copy: kopf's body is a view that later events change; what the observer reads: metadata, status.
-    snapshot = {"metadata": copy.deepcopy(dict(meta)), "status": copy.deepcopy(dict(body.get("status") or {}))}
+    # A plain copy (kopf's body is a view that later events change) of what the observer reads: metadata
+    # without the server's field bookkeeping (the bulk of an object), and status.
+    kept = {k: v for k, v in meta.items() if k != "managedFields"}
+    snapshot = {"metadata": copy.deepcopy(kept), "status": copy.deepcopy(dict(body.get("status") or {}))}
     return {(namespace, instance): snapshot}
 
 

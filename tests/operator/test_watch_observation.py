@@ -28,8 +28,9 @@ from strom_operator.action_failures import retry_delay
 from strom_operator.endpoints import JobManagerEndpoints
 from strom_operator.jobmanager_client import JobSummary
 from strom_operator.kube_api import KubeApi
+from strom_operator.labels import FlinkJobRef
 from strom_operator.observer import Observer
-from strom_operator.owned_objects import index_entry
+from strom_operator.owned_objects import OwnedObjects, index_entry
 from strom_operator.reconciler import Reconciler
 
 from tests.operator.fakes import spec_dict
@@ -246,3 +247,38 @@ def test_requests_are_logged_with_who_sent_them(own_api: tuple[EmulatedCluster, 
     [listing] = [r for r in emulator.served if r.at >= start and r.query.get("labelSelector") == "test=served-log"]
     assert (listing.method, listing.path, listing.watch) == ("GET", f"/api/v1/namespaces/{NAMESPACE}/pods", False)
     assert not listing.user_agent.startswith("kopf/") and listing.refused is None
+
+
+def test_the_index_keeps_a_flinkjobs_jobmanager_and_taskmanager_objects_only() -> None:
+    def obj(component: str | None, *, name: str = "strom", instance: str | None = "wc") -> dict[str, Any]:
+        labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/component": component,
+                  "app.kubernetes.io/instance": instance}
+        return {"metadata": {"name": f"wc-{component}", "labels": {k: v for k, v in labels.items() if v},
+                             "managedFields": [{"manager": "strom-operator"}]},
+                "status": {"phase": "Running"}}
+
+    entry = index_entry("jobs", obj("taskmanager"))
+    assert list(entry) == [("jobs", "wc")]
+    assert entry[("jobs", "wc")] == {"metadata": {"name": "wc-taskmanager", "labels": {
+        "app.kubernetes.io/name": "strom", "app.kubernetes.io/component": "taskmanager",
+        "app.kubernetes.io/instance": "wc"}}, "status": {"phase": "Running"}}
+    assert index_entry("jobs", obj("jobmanager")).keys() == {("jobs", "wc")}
+    for other in (obj("driver"), obj(None), obj("taskmanager", name="spark"), obj("taskmanager", instance=None)):
+        assert index_entry("jobs", other) == {}
+    assert index_entry(None, obj("taskmanager")) == {}
+
+
+def test_the_view_answers_only_once_the_watch_shows_the_operators_own_change() -> None:
+    ref = FlinkJobRef("jobs", "wc", "uid-1")
+    owned = OwnedObjects()
+    assert owned.view(ref) is None  # not attached: the API answers
+    jobmanager = {"metadata": {"name": "wc-jobmanager"}, "status": {}}
+    deployments: dict[Any, list[Any]] = {("jobs", "wc"): [jobmanager]}
+    owned.attach(deployments, {})
+    assert owned.view(ref) == ([jobmanager, None], [])
+    owned.expect(ref, jobmanager=False)  # the operator deleted the Deployments; the watch has not said so
+    assert owned.view(ref) is None
+    deployments.clear()
+    assert owned.view(ref) == ([None, None], [])
+    deployments[("jobs", "wc")] = [jobmanager]  # someone else's Deployment of that name: no expectation is left
+    assert owned.view(ref) == ([jobmanager, None], [])
