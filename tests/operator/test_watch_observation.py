@@ -269,7 +269,7 @@ def test_the_index_keeps_a_flinkjobs_jobmanager_and_taskmanager_objects_only() -
 
 
 def test_the_view_answers_only_once_the_watch_shows_the_operators_own_change() -> None:
-    ref = FlinkJobRef("jobs", "wc", "uid-1")
+    ref = FlinkJobRef("wc", "jobs", "uid-1")
     owned = OwnedObjects()
     assert owned.view(ref) is None  # not attached: the API answers
     jobmanager = {"metadata": {"name": "wc-jobmanager"}, "status": {}}
