@@ -6,6 +6,7 @@ certificate."""
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import ssl
@@ -15,10 +16,45 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from strom_operator.jobmanager_tls import client_context
 
 from tests.engine.s3_server import S3Server
 from tests.operator.operator_harness import Cluster, RunningOperator, wait_until
-from tests.operator.running_jobs import final_sums, flinkjob, lifecycle, reference, s3_secret, sums_job
+from tests.operator.running_jobs import final_sums, flinkjob, lifecycle, pods_of, reference, s3_secret, sums_job
+
+
+async def _refused_without_certificate(host: str, port: int) -> bool:
+    """A TLS client without a certificate: refused in the handshake, or (TLS 1.3) by the server's alert or
+    close right after it; a plain-TCP client would not even get that far."""
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, ssl=context), 10)
+        data = await asyncio.wait_for(reader.read(1), 10)
+        writer.close()
+        return data == b""
+    except TimeoutError:  # an OSError too: a server still waiting has not refused
+        return False
+    except (ssl.SSLError, ConnectionError, OSError):
+        return True
+
+
+async def _accepted_with(context: ssl.SSLContext, host: str, port: int) -> bool:
+    """The TLS handshake with the job's certificate completes and the server keeps the connection for its next
+    step (the cluster-secret challenge): a plain server fails the handshake, a TLS 1.3 refusal closes at once."""
+    context.check_hostname = False  # internal TLS names no host, as Flink's
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, ssl=context), 10)
+    except (ssl.SSLError, ConnectionError, OSError):
+        return False
+    try:
+        return await asyncio.wait_for(reader.read(1), 1) != b""
+    except TimeoutError:
+        return True  # waiting for this client's first frame
+    except (ssl.SSLError, ConnectionError, OSError):
+        return False
+    finally:
+        writer.close()
 
 
 @pytest.mark.timeout(300)
@@ -46,6 +82,13 @@ def test_a_tls_job_runs_and_the_operator_follows_it_over_mutual_tls(
     anyone.check_hostname, anyone.verify_mode = False, ssl.CERT_NONE
     with pytest.raises((urllib.error.URLError, ssl.SSLError, ConnectionError)):  # no client certificate
         urllib.request.urlopen(f"https://{address}/overview", timeout=5, context=anyone).read()
+
+    # RPC on the JobManager and a data port on a TaskManager: TLS with a client certificate of the job's CA
+    taskmanager_ip = next(p["status"]["podIP"] for p in pods_of(k8s, name)
+                          if p["metadata"]["labels"]["app.kubernetes.io/component"] == "taskmanager")
+    for host, port in ((address.rsplit(":", 1)[0], 6123), (taskmanager_ip, 6121)):
+        assert asyncio.run(_refused_without_certificate(host, port)), f"{host}:{port} took a client without one"
+        assert asyncio.run(_accepted_with(client_context(secret), host, port)), f"{host}:{port} refused the job's"
 
     wait_until(lambda: final_sums(out) == reference(count), timeout=120, what="the job's final sums",
                details=lambda: f"{final_sums(out)} != {reference(count)}\n{details()}")
