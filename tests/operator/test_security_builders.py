@@ -319,3 +319,23 @@ def test_tls_is_refused_for_batch_and_ssl_keys_are_the_users_while_tls_is_off():
                                     "security": {"tls": {"enabled": True}}})
     assert (validate_flinkjob_spec(batch) or "").startswith("spec.security.tls.enabled: TLS is for streaming jobs")
     assert validate_flinkjob_spec(make_spec()) is None and validate_flinkjob_spec(_tls_spec()) is None
+
+
+def test_the_chart_tells_the_operator_labels_its_own_pods_carry_and_runs_it_restricted():
+    """The NetworkPolicies select the operator by what STROM_OPERATOR_POD_LABELS says: the chart's operator pods
+    must carry those labels, in the namespace the downward API gives."""
+    from tests.operator.chart_rendering import render
+
+    [deployment] = [d for d in render({}) if d["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]
+    env = {e["name"]: e for e in pod["spec"]["containers"][0]["env"]}
+    assert env["STROM_OPERATOR_NAMESPACE"]["valueFrom"] == {"fieldRef": {"apiVersion": "v1",
+                                                                          "fieldPath": "metadata.namespace"}}
+    operator = OperatorPods.from_env({"STROM_OPERATOR_NAMESPACE": "ops",
+                                      "STROM_OPERATOR_POD_LABELS": env["STROM_OPERATOR_POD_LABELS"]["value"]})
+    assert operator is not None and _selects({"matchLabels": dict(operator.labels)}, pod["metadata"]["labels"])
+    assert {**POD_CONTEXT, "runAsUser": 10001, "runAsGroup": 10001, "fsGroup": 10001}.items() <= \
+        pod["spec"]["securityContext"].items()
+    container = pod["spec"]["containers"][0]["securityContext"]
+    assert container["readOnlyRootFilesystem"] is True and container["allowPrivilegeEscalation"] is False
+    assert container["capabilities"] == {"drop": ["ALL"]}
