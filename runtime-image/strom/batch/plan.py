@@ -66,6 +66,16 @@ class StageSpec:
     def two_inputs(self) -> bool:
         return self.nodes[0].kind == "two_input"
 
+    @property
+    def prints(self) -> bool:
+        """Whether the stage has a print() sink (to stdout; print_to_err writes on the executor)."""
+        return any(is_stdout_print(n) for n in self.nodes)
+
+
+def is_stdout_print(node: StreamNode) -> bool:
+    op = node.transformation.operator
+    return op is not None and op.kind == "print" and not op.params.get("stderr")
+
 
 @dataclass(eq=False)
 class BatchPlan:
@@ -75,6 +85,11 @@ class BatchPlan:
 
     def sink_stages(self) -> list[StageSpec]:
         return [s for s in self.stages if self.consumers.get(s.vertex_id, 0) == 0]
+
+    def result_stages(self) -> list[StageSpec]:
+        """The stages the driver's action reads: the sink stages, and stages that print to stdout
+        (their printed text comes back to the driver, whose stdout is the user's)."""
+        return [s for s in self.stages if self.consumers.get(s.vertex_id, 0) == 0 or s.prints]
 
 
 def detach(node: StreamNode) -> StreamNode:
@@ -119,6 +134,9 @@ def build_plan(graph: StreamGraph) -> BatchPlan:
         for e in v.inputs:
             consumers[e.source_vertex.id] = consumers.get(e.source_vertex.id, 0) + 1
         stages.append(_stage(v, route_of, graph.config))
+    for stage in stages:
+        if stage.prints and consumers.get(stage.vertex_id, 0) > 0:
+            consumers[stage.vertex_id] += 1  # the driver reads its printed text too: persisted, run once
     return BatchPlan(job_name=graph.job_name, stages=stages, consumers=consumers)
 
 

@@ -14,6 +14,7 @@ persisted so that its user functions run once.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import uuid
@@ -24,7 +25,7 @@ from strom.batch.plan import BatchPlan, StageInput, StageSpec, build_plan
 from strom.batch.shuffle_read import read_shuffle
 from strom.batch.shuffle_write import write_shuffle
 from strom.batch.spark_session import spark_session
-from strom.batch.stage_runner import BATCH_RECORDS, run_stage
+from strom.batch.stage_runner import BATCH_RECORDS, PRINTED_ROUTE, run_stage
 from strom.batch.validation import validate_batch_graph
 from strom.datastream.stream_execution_environment import JobExecutionResult
 from strom.graph.stream_graph import StreamGraph
@@ -48,6 +49,25 @@ def _run_shuffled(spec: StageSpec, memory_bytes: int, index: int, chunks: Any) -
 
 def _write_shuffle(inp: StageInput, consumer: StageSpec, producer: int, batches: Any) -> Any:
     return write_shuffle(inp, consumer, producer, batches)
+
+
+def _is_printed(batch: Any) -> bool:
+    return batch[0] == PRINTED_ROUTE
+
+
+def _printed_text(batch: Any) -> str:
+    return "".join(batch[1])
+
+
+def write_printed(texts: list[str], out: Any = None) -> None:
+    """The print() sinks' text, in partition order, on the driver's stdout (`strom run job.py > out.txt`)."""
+    stream = out if out is not None else sys.stdout
+    try:
+        for text in texts:
+            stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        pass  # the reader went away (`| head`): what it wanted it has
 
 
 def _target_partition(target: int) -> int:
@@ -139,9 +159,11 @@ class BatchJob:
             sc = self._sc = session.sparkContext
             sc.setJobGroup(self.job_id, f"Strom batch job {self.graph.job_name}", interruptOnCancel=True)
             rdds, persisted = stage_rdds(sc, self.plan, self.graph.config)
-            sinks = [rdds[s.vertex_id] for s in self.plan.sink_stages()]
+            results = [rdds[s.vertex_id] for s in self.plan.result_stages()]
             try:
-                (sinks[0] if len(sinks) == 1 else sc.union(sinks)).count()
+                result = results[0] if len(results) == 1 else sc.union(results)
+                # one action runs the job; what print() sinks wrote comes back and goes to our stdout
+                write_printed(result.filter(_is_printed).map(_printed_text).collect())
             finally:
                 for rdd in persisted:
                     rdd.unpersist()
@@ -162,7 +184,8 @@ class BatchJob:
         if self.status == "CANCELED":
             return JobExecutionError(f"Job '{name}' ({self.job_id}) was cancelled", job_id=self.job_id)
         text = str(e)
-        reason = _stage_failure_line(text) or f"{type(e).__name__}: {text}"
+        first = text.strip().splitlines()[0] if text.strip() else ""
+        reason = _stage_failure_line(text) or f"{type(e).__name__}: {first}"  # the whole text follows once
         return JobExecutionError(
             f"Job '{name}' ({self.job_id}) failed on Spark: {reason}\n{text}", job_id=self.job_id, trace=text
         )

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import strom.batch.final_reduce  # noqa: F401 - registers the final-value reduce kinds on executors
-from strom.batch.plan import StageSpec
+from strom.batch.plan import StageSpec, is_stdout_print
 from strom.common.time import MAX_WATERMARK
 from strom.runtime.metrics import MetricGroup
 from strom.runtime.operators.base import OperatorContext
@@ -24,11 +24,30 @@ from strom.runtime.tasks.operator_chain import ChainOutput
 from strom.runtime.tasks.processing_time import ProcessingTimeService
 
 BATCH_RECORDS = 1024
+# The route of text a print() sink wrote: it goes back to the driver, which writes it to its stdout
+# (a Python worker's own stdout is piped into the Spark executor's stderr). Consumers never read it.
+PRINTED_ROUTE = -1
 Batch = tuple[int, list[Any], list[Any] | None]  # (input or route, values, timestamps or None)
 
 
 class StageFailure(RuntimeError):
     """A user function or operator failed in a stage; names the stage and subtask."""
+
+
+class PrintedText:
+    """The stream of a print() sink in a stage: each write becomes a PRINTED_ROUTE item of the stage."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[Batch]) -> None:
+        self.items = items
+
+    def write(self, text: str) -> None:
+        if text:
+            self.items.append((PRINTED_ROUTE, [text], None))
+
+    def flush(self) -> None:
+        pass
 
 
 class BatchChainOutput(ChainOutput):
@@ -120,6 +139,9 @@ def run_stage(spec: StageSpec, index: int, batches: Iterable[Batch]) -> Iterator
         ops = build_stage_chain(spec, index, items)
         for op in reversed(ops):
             op.open()
+        for node, op in zip(spec.nodes, ops, strict=True):
+            if is_stdout_print(node):
+                op._stream = PrintedText(items)  # opened on sys.stdout; the driver prints instead
     except StageFailure:
         raise
     except Exception as e:

@@ -8,6 +8,7 @@ cluster unless a submitting client (`strom run`, application mode) installed ano
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -23,6 +24,8 @@ from strom.datastream.execution_mode import CheckpointingMode, RuntimeExecutionM
 from strom.graph.job_sources import job_source_files
 from strom.graph.stream_graph import StreamGraph, effective_max_parallelism, generate_stream_graph
 from strom.graph.transformations import OperatorDescriptor, Transformation
+
+log = logging.getLogger(__name__)
 
 # Set by a submitting client (the `strom` CLI) before the user program runs: the
 # configuration from -D/--config, and the executor that runs the graph.
@@ -103,6 +106,17 @@ class StreamExecutionEnvironment:
         return self._conf.get(opts.MAX_PARALLELISM)
 
     def set_runtime_mode(self, execution_mode: RuntimeExecutionMode) -> StreamExecutionEnvironment:
+        """As in Flink, the program's mode wins over the command line's (`--runtime-mode`,
+        `-D execution.runtime-mode`); a conflict is said in one line, never silently."""
+        given = _context_configuration
+        if given is not None and given.contains_key(opts.RUNTIME_MODE.key):
+            outside = given.get(opts.RUNTIME_MODE)
+            if outside != execution_mode.name:
+                log.warning(
+                    "the program sets %s %s (env.set_runtime_mode), which overrides %s from the command line "
+                    "(--runtime-mode or -D), as in Flink; remove one of them to silence this",
+                    opts.RUNTIME_MODE.key, execution_mode.name, outside,
+                )
         self._conf.set(opts.RUNTIME_MODE.key, execution_mode.name)
         return self
 
