@@ -47,6 +47,7 @@ from strom.runtime.jobmanager.resource_manager import SlotRef
 from strom.runtime.jobmanager.restart_strategies import restart_strategy_from
 from strom.runtime.jobmanager.retention import exceptions_to_keep
 from strom.runtime.jobmanager.savepoint_operations import SavepointOperations, SavepointRefused
+from strom.runtime.metrics.uptime import uptime_ms
 from strom.runtime.rpc import (
     AcknowledgeCheckpoint,
     CancelJob,
@@ -134,7 +135,9 @@ class JobMaster:
         self.jm.registry.register_job_gauges(
             self.job_id,
             self.name,
-            uptime_ms=lambda: int((time.time() - self.start_time) * 1000) if self.state == "RUNNING" else -1,
+            uptime_ms=lambda: uptime_ms(
+                self.state, self.state_times.get("RUNNING"), time.time(), terminal_states=TERMINAL_JOB_STATES
+            ),
             num_restarts=lambda: self.num_restarts,
             last_checkpoint_duration_ms=stats.last_duration_ms if stats is not None else None,
             number_of_completed_checkpoints=stats.completed_count if stats is not None else None,
