@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import pickle
 import socket
 import ssl
@@ -228,3 +229,18 @@ def test_bad_tls_material_stops_a_process_at_its_start_with_one_line(tmp_path: P
         f"strom: error: cannot read {tmp_path / 'missing.key'} (security.ssl.internal.key): No such file or "
         "directory; check the path and its permissions"
     ]
+
+
+def test_strom_run_hands_internal_tls_to_its_taskmanagers_and_slots(material: Material, tmp_path: Path):
+    """The mini-cluster of `strom run`: keys given with -D reach its TaskManager processes, whose slot
+    processes exchange the keyed records over TLS data connections."""
+    out = tmp_path / "out"
+    job = Path(ROOT) / "tests" / "engine" / "keyed_sums_job.py"
+    keys = pem_tls_keys("internal", material.crt, material.key, material.ca_file)
+    dashes = [arg for k, v in keys.items() for arg in ("-D", f"{k}={v}")]
+    env = dict(PYTHONPATH=os.pathsep.join([str(Path(ROOT) / "runtime-image"), ROOT]), PATH="/usr/bin:/bin",
+               HOME=str(tmp_path))
+    done = subprocess.run([sys.executable, "-m", "strom.cli", "run", str(job), str(out), "3000", "2", *dashes],
+                          capture_output=True, text=True, env=env, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert final_sums(out) == reference(3000)
