@@ -375,9 +375,16 @@ CLIENT_COMMANDS = ("submit", "list", "info", "cancel", "savepoint", "stop")
 
 
 def check_job_file(path: str) -> None:
-    """A job file that does not exist is a usage error, before any process starts."""
-    if not path.startswith("module:") and not os.path.isfile(path):
+    """A job file that does not exist is a usage error, one that does not compile a failed job (exit 1):
+    both one line before any process starts."""
+    if path.startswith("module:"):
+        return
+    if not os.path.isfile(path):
         raise UsageError(f"job file {path!r} does not exist")
+    with open(path, "rb") as f:
+        compile(f.read(), path, "exec")  # a SyntaxError before any process starts for the job
+
+
 
 
 def check_savepoint_path(configuration: Configuration) -> None:
@@ -463,6 +470,11 @@ def _dispatch(args: list[str]) -> int:
             traceback.print_exc()
         print(f"strom: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except SyntaxError as e:
+        if request_is_verbose(args):
+            traceback.print_exc()
+        print(f"strom: error: {syntax_error_line(e)}", file=sys.stderr)
+        return EXIT_JOB_FAILED
 
 
 def request_is_verbose(args: Sequence[str]) -> bool:

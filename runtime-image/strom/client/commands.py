@@ -32,7 +32,9 @@ from strom.cli import (
     UsageError,
     _split_dynamic,
     build_configuration,
+    check_savepoint_path,
     parse_run_args,
+    syntax_error_line,
 )
 from strom.client.rest_client import RestClient, RestClientError, parse_address
 from strom.common.config_options import ConfigError
@@ -229,6 +231,7 @@ def _submit(options: ClientOptions, out: TextIO, err: TextIO) -> int:
     if not os.path.isfile(request.path):
         print(f"strom: error: job file {request.path!r} does not exist", file=err)
         return EXIT_USAGE
+    check_savepoint_path(configuration)  # a missing local savepoint: one line before anything is submitted
     submitted: list[str] = []
     try:
         _run_for_submission(request.path, request.job_args, configuration, client, out, submitted)
@@ -237,6 +240,8 @@ def _submit(options: ClientOptions, out: TextIO, err: TextIO) -> int:
     except SystemExit as e:
         if e.code not in (None, 0):
             return _fail(err, f"job file {request.path!r} exited with status {e.code!r}")
+    except SyntaxError as e:  # file:line: message, as `strom run` says it
+        return _fail(err, syntax_error_line(e), e, verbose=options.verbose)
     except Exception as e:  # noqa: BLE001 - any error of the job program is reported in one line
         hint = "" if options.verbose else " (--verbose shows the traceback)"
         message = f"job file {request.path!r} failed: {type(e).__name__}: {e}{hint}"
@@ -296,6 +301,9 @@ def _info(options: ClientOptions, out: TextIO, err: TextIO) -> int:
 def _cancel(options: ClientOptions, out: TextIO, err: TextIO) -> int:
     jid = _one_job_id("cancel", options.rest)
     client = options.client()
+    state = client.job(jid)["state"]
+    if state in ("FINISHED", "FAILED", "CANCELED"):  # nothing to cancel: say so before claiming to cancel
+        return _fail(err, f"job {jid} has already ended ({state}); only a running job can be cancelled")
     print(f"Cancelling job {jid}.", file=out)
     client.cancel(jid)
     deadline = time.monotonic() + CANCEL_WAIT_S

@@ -34,18 +34,22 @@ TASKMANAGER_ADDRESS_KEYS = (opts.TASKMANAGER_HOST, opts.TASKMANAGER_BIND_HOST, o
 
 
 class ClusterExecutor:
-    """An executor for `set_context`: submits the graph to a JobManager and waits for the end."""
+    """An executor for `set_context`: submits the graph to a JobManager and waits for the end.
+    Interrupted (Ctrl-C, SIGTERM) while it waits, it cancels the job (`strom run`), or with
+    `cancel_on_interrupt=False` leaves it to the JobManager's shutdown, which suspends it (application mode)."""
 
-    def __init__(self, jm: Any, *, before_submit: Any = None) -> None:
+    def __init__(self, jm: Any, *, before_submit: Any = None, cancel_on_interrupt: bool = True) -> None:
         self.jm = jm
         self.before_submit = before_submit
+        self.cancel_on_interrupt = cancel_on_interrupt
 
     def __call__(self, graph: StreamGraph) -> JobExecutionResult:
         handle = self.start_job(graph)
         try:
             return handle.wait()
         except KeyboardInterrupt:
-            handle.cancel()
+            if self.cancel_on_interrupt:
+                handle.cancel()
             raise
 
     def start_job(self, graph: StreamGraph) -> ClusterJobClient:

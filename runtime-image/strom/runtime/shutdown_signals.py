@@ -38,6 +38,10 @@ def signal_name(interrupt: BaseException) -> str:
     return signal.Signals(int(getattr(interrupt, "signum", signal.SIGINT))).name
 
 
+def _ignore(signum: int, frame: FrameType | None) -> None:
+    """A stop signal during the shutdown it started: nothing more to do."""
+
+
 @contextmanager
 def stop_on_signals(on_signal: Callable[[int], None] | None = None) -> Iterator[None]:
     """Within the block, SIGINT and SIGTERM raise `Terminated` in the main thread (after calling
@@ -49,8 +53,10 @@ def stop_on_signals(on_signal: Callable[[int], None] | None = None) -> Iterator[
     previous: dict[int, Any] = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
 
     def handle(signum: int, frame: FrameType | None) -> None:
-        for sig in STOP_SIGNALS:  # the shutdown has begun: a second signal must not interrupt it
-            signal.signal(sig, signal.SIG_IGN)
+        # The shutdown has begun: a second signal must not interrupt it. A handler that does nothing, not
+        # SIG_IGN: a signal already caught but not yet handled would raise "ignored due to race condition".
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, _ignore)
         if on_signal is not None:
             on_signal(signum)
         raise Terminated(signum)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import uuid
 from concurrent.futures import Future
@@ -104,9 +105,14 @@ class JobManager:
         bind = rpc_bind(self.config)
         check_bindable(bind)  # a line naming jobmanager.bind-host, not a bind traceback
         check_bindable(metrics_bind(self.config, bind))
-        self._rpc_server = await asyncio.start_server(
-            self._handle_taskmanager, bind.host, self.config.get(opts.RPC_PORT)
-        )
+        port = self.config.get(opts.RPC_PORT)
+        try:
+            self._rpc_server = await asyncio.start_server(self._handle_taskmanager, bind.host, port)
+        except OSError as e:  # one line naming the keys to change, as the REST endpoint's
+            why = os.strerror(e.errno) if e.errno else str(e)
+            raise OSError(
+                e.errno, f"cannot bind the RPC endpoint to {bind.host}:{port} ({bind.key}, {opts.RPC_PORT.key}): {why}"
+            ) from None
         self.rpc_port = self._rpc_server.sockets[0].getsockname()[1]
         log.info("JobManager RPC endpoint listening on %s:%d", bind.host, self.rpc_port)
         self._tasks.append(asyncio.create_task(self._check_heartbeats()))
@@ -136,7 +142,7 @@ class JobManager:
         for t in self._tasks:
             t.cancel()
         for job in self.jobs.values():
-            job.cancel()
+            job.suspend()  # as Flink's Dispatcher on shutdown: the job stays recoverable, never CANCELED
         if self._rpc_server is not None:
             self._rpc_server.close()
         for tm in list(self.rm.taskmanagers.values()):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -114,7 +113,13 @@ def run_jobmanager(
     job_args: Sequence[str] = (),
     run_job: Callable[..., int] | None = None,
 ) -> int:
-    """Run the JobManager until terminated (session mode) or until the job ends (application mode)."""
+    """Run the JobManager until terminated (session mode) or until the job ends (application mode).
+
+    SIGTERM/SIGINT reach this as KeyboardInterrupt (strom.runtime.shutdown_signals, installed by the
+    command): the JobManager stops within seconds and its running jobs end SUSPENDED, recoverable by the
+    next JobManager from HA data and checkpoints. That is what Flink does on SIGTERM in application mode
+    (the entry point's shutdown hook closes the cluster "externally": jobs suspended, HA data kept), so
+    that a restarted pod resumes the job instead of losing it."""
     if job is not None:
         config = with_application_mode_defaults(config)
     jmt = JobManagerThread(config)
@@ -123,41 +128,64 @@ def run_jobmanager(
         f"JobManager started: rpc port {jm.rpc_port}, rest port {jm.rest_port}, metrics port {jm.metrics_port}",
         flush=True,
     )
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
     try:
         if job is None:
-            stop.wait()
+            threading.Event().wait()  # until a signal raises here
             return 0
         assert run_job is not None
         if jm.recovered_job_ids:
             # high availability: this JobManager replaces one that died; its job goes on from its latest
             # checkpoint instead of starting over (the entry point would submit it a second time)
-            code = _await_recovered(jm, stop)
+            code = _await_recovered(jm)
         else:
             from strom.runtime.minicluster import ClusterExecutor
 
-            code = run_job(job, list(job_args), config, executor=ClusterExecutor(jm))
-        if not config.get(opts.SHUTDOWN_ON_APPLICATION_FINISH) and not stop.is_set():
+            executor = ClusterExecutor(jm, cancel_on_interrupt=False, before_submit=_log_slot_needs(jm, config))
+            code = run_job(job, list(job_args), config, executor=executor, interrupted="the job was suspended")
+        if not config.get(opts.SHUTDOWN_ON_APPLICATION_FINISH):
             log.info("Application finished (exit status %d); serving until terminated", code)
-            stop.wait()
+            threading.Event().wait()
         return code
     finally:
         jmt.stop()
 
 
-def _await_recovered(jm: JobManager, stop: threading.Event) -> int:
+def _log_slot_needs(jm: JobManager, config: Any) -> Callable[[Any], None]:
+    """Before the job is submitted: say at INFO how many slots it waits for and how to provide them, so
+    that a JobManager started alone does not wait slot.request.timeout in silence."""
+
+    def log_needs(graph: Any) -> None:
+        from strom.graph.job_graph import create_job_graph
+
+        required = create_job_graph(graph).required_slots()
+        free = jm.rm.free_slot_count()
+        if free < required:
+            host = config.get(opts.RPC_ADDRESS)
+            log.info(
+                "Job '%s' is waiting for %d slots (%d free); start a TaskManager with "
+                "`strom taskmanager --jobmanager %s:%d -D taskmanager.numberOfTaskSlots=%d` "
+                "(slot.request.timeout: %.0f s)",
+                graph.job_name,
+                required,
+                free,
+                host,
+                jm.rpc_port,
+                required - free,
+                graph.config.get(opts.SLOT_REQUEST_TIMEOUT) / 1000.0,
+            )
+
+    return log_needs
+
+
+def _await_recovered(jm: JobManager) -> int:
     """Application mode after a JobManager failover: exit with the recovered jobs' outcome."""
     outcomes = []
     for job_id in jm.recovered_job_ids:
         log.info("Application mode: waiting for recovered job %s", job_id)
-        while not stop.is_set():
+        while True:
             try:
                 outcomes.append(jm.wait_threadsafe(job_id, timeout=1.0).state)
                 break
             except TimeoutError:
                 continue
-        if stop.is_set():
-            return 130
     return 0 if all(state == "FINISHED" for state in outcomes) else 1

@@ -59,6 +59,7 @@ from strom.runtime.rpc import (
     TriggerCheckpoint,
     WorkerReady,
 )
+from strom.runtime.shutdown_signals import stop_on_signals
 from strom.runtime.taskmanager.registration import (
     JobManagerAddress,
     RegistrationAttempts,
@@ -206,6 +207,8 @@ class TaskManager:
         # the slot process died: its tasks failed; start a fresh process for the slot
         slot.ready.clear()
         proc.join(1)
+        if self._stopped.is_set():  # SIGTERM to the process group reaches the slots too: no restart then
+            return
         reason = f"slot {slot.index} process {proc.pid} exited with code {proc.exitcode}"
         log.error("%s", reason)
         for (job_id, attempt), deploy in list(slot.deployed.items()):
@@ -431,7 +434,7 @@ def taskmanager_main(config: Any, *, jobmanager: JobManagerAddress) -> None:
     the command prints before it exits non-zero."""
     tm = TaskManager(config, jobmanager=jobmanager)
     log.info("TaskManager %s (pid %d) with %d slots", tm.tm_id, os.getpid(), tm.num_slots)
-    try:
+    # SIGTERM/SIGINT raise KeyboardInterrupt here; serve() then stops the slot processes. Marked stopped
+    # first, so that a slot the same signal ended (it reaches the whole process group) is not restarted.
+    with stop_on_signals(on_signal=lambda _signum: tm._stopped.set()):
         tm.serve()
-    except KeyboardInterrupt:
-        pass
