@@ -46,6 +46,7 @@ def test_application_mode_says_what_it_waits_for_and_stops_promptly_on_sigterm(t
         waiting = jm.wait_for_stderr("is waiting for")
         assert "waiting for 2 slots" in waiting, waiting  # parallelism 2, no TaskManager yet
         assert f"strom taskmanager --jobmanager 127.0.0.1:{rpc_port}" in waiting, waiting
+        jm.wait_for_stderr("switched from CREATED to RUNNING")  # submitted: it now waits for slots
         sent = time.monotonic()
         jm.signal_command(signal.SIGTERM)
         assert jm.wait(PROMPT_EXIT_S * 3) == 143, jm.err()

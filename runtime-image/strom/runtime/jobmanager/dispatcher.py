@@ -272,6 +272,8 @@ class JobManager:
         if _persist:
             # kept before the job runs: a JobManager that dies from now on leaves it to its successor
             await asyncio.get_running_loop().run_in_executor(None, self.ha.job_submitted, job_id, job.payload)
+        if self.stopping:  # the shutdown ran while the job was persisted: it stays for the next JobManager
+            raise RuntimeError(f"the JobManager is shutting down; job {job_id} was not started")
         self.jobs[job_id] = job
         log.info("Submitting job '%s' (%s)", job.name, job_id)
         asyncio.get_running_loop().create_task(job.start())

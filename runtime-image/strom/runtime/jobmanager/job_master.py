@@ -266,6 +266,8 @@ class JobMaster:
 
     # -- scheduling --------------------------------------------------------------------------------
     async def start(self) -> None:
+        if self.state in TERMINAL_JOB_STATES:  # suspended (the JobManager stopped) before it was scheduled
+            return
         try:
             await self._schedule(self.initial_restore)
         except Exception as e:  # noqa: BLE001 - a job that cannot be scheduled fails with the reason
