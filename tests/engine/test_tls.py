@@ -8,6 +8,7 @@ what our contexts accept, so a bug in our context building cannot hide on both s
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 import socket
 import ssl
@@ -344,3 +345,15 @@ def test_the_event_loop_side_secures_the_rpc_port(m: Material):
 
     asyncio.run(main())
     assert outcomes == [b"frame", None, None]
+
+
+def test_a_client_command_with_unusable_tls_material_fails_in_one_line_before_any_request(tmp_path: Path):
+    from strom.client.commands import list_command
+
+    out, err = io.StringIO(), io.StringIO()
+    missing = tmp_path / "none.crt"
+    code = list_command(["-D", "security.ssl.rest.enabled=true", "-D", f"security.ssl.rest.truststore={missing}",
+                         "--jobmanager", "127.0.0.1:1"], stdout=out, stderr=err)  # port 1: a request would fail
+    assert code == 2 and out.getvalue() == ""
+    assert err.getvalue() == (f"strom list: error: cannot read {missing} (security.ssl.rest.truststore): No such "
+                              "file or directory; check the path and its permissions\n")

@@ -101,6 +101,10 @@ def test_a_tls_cluster_runs_a_keyed_job_and_fails_over_from_its_checkpoint(mater
             if st.get("taskmanager-id")
         })
         assert len(used) >= 2  # the keyed exchange crosses TaskManagers: data ports carry TLS
+        # the submitting client's TLS keys (and the cluster's) are no part of the job's configuration
+        effective = {e["key"] for e in cluster.get(f"/jobs/{job_id}/jobmanager/config")}
+        assert "execution.checkpointing.interval" in effective
+        assert not {k for k in effective if k.startswith("security.ssl.")}
         cluster.kill_taskmanager(cluster.tms[int(used[0].split("-")[1])])  # kill -9, slots included
         assert cluster.wait_for_state(job_id, ("FINISHED", "FAILED"), timeout=120) == "FINISHED"
         stats = cluster.get(f"/jobs/{job_id}/checkpoints")
