@@ -23,6 +23,7 @@ from strom_operator.pods import build_pod_template
 from strom_operator.spec import FlinkJobSpec
 
 CONTAINER = "jobmanager"
+REST_TLS_ANNOTATION = "strom.io/rest-tls"
 PORTS = (("rest", REST_PORT), ("rpc", RPC_PORT), ("metrics", METRICS_PORT))
 
 
@@ -61,10 +62,15 @@ def build_jobmanager_deployment(ref: FlinkJobRef, spec: FlinkJobSpec, *, restore
     template = build_pod_template(ref, spec, component="jobmanager", container=container,
                                   resources=spec.job_manager.resources,
                                   user_template=dict(spec.job_manager.pod_template))
+    meta = object_meta(ref, jobmanager_name(ref), "jobmanager")
+    if spec.security.tls.enabled:
+        # how the operator knows to speak https to the JobManager that runs (jobmanager_tls.deployed_with_tls):
+        # on the Deployment, which its watch keeps the metadata of, not on the pods (no restart for it)
+        meta["annotations"] = {REST_TLS_ANNOTATION: "true"}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": object_meta(ref, jobmanager_name(ref), "jobmanager"),
+        "metadata": meta,
         "spec": {
             "replicas": 1,
             "strategy": {"type": "Recreate"},

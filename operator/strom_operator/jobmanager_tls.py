@@ -7,10 +7,12 @@ JobManager's name against the certificate: with a cert-manager issuer shared by 
 CA alone would accept another job's JobManager. The name checked is the Service's DNS name even when
 the operator dials another address (`--jobmanager-url-map`, an operator outside the cluster).
 
-What decides https is the spec the JobManager was deployed from (status.reconciliation.lastReconciledSpec),
-not the desired one: during an upgrade that turns TLS on, the old JobManager still speaks plain HTTP
-until it is replaced. ssl can load a certificate and key only from files, so they are handed over
-as in-memory files (memfd; a private temporary file elsewhere), never written to the operator's disk.
+What decides https is the JobManager Deployment that runs: whether it was built with TLS
+(`deployed_with_tls`: the annotation strom.io/rest-tls on its Deployment). Not the desired spec, nor
+even lastReconciledSpec: an upgrade that turns TLS on records its target spec before it stops the old
+JobManager with a savepoint, and that one still speaks plain HTTP until it is replaced (and the other
+way round). ssl can load a certificate and key only from files, so they are handed over as in-memory
+files (memfd; a private temporary file elsewhere), never written to the operator's disk.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from strom_operator.action_failures import TlsSecretPending
+from strom_operator.jobmanager import REST_TLS_ANNOTATION
 from strom_operator.labels import FlinkJobRef, jobmanager_name
-from strom_operator.spec import FlinkJobSpec
+from strom_operator.spec import FlinkJobSpec, TlsSpec
 from strom_operator.tls_secret import (
     CA_KEY,
     CERT_KEY,
@@ -119,19 +122,27 @@ class SecretSource(Protocol):
     async def get(self, namespace: str, name: str) -> dict[str, Any] | None: ...
 
 
+def deployed_with_tls(deployment: Mapping[str, Any] | None) -> bool:
+    """Whether the JobManager Deployment was built with spec.security.tls (its annotation: the operator's
+    watch keeps a Deployment's metadata and status, not its pod template)."""
+    annotations = ((deployment or {}).get("metadata") or {}).get("annotations") or {}
+    return annotations.get(REST_TLS_ANNOTATION) == "true"
+
+
 async def follow_deployed_tls(registry: JobManagerTls, secrets: SecretSource, ref: FlinkJobRef,
-                              deployed: Mapping[str, Any] | None) -> None:
-    """Before a pass talks to the JobManager: https with the Secret's material when `deployed` (the
-    last reconciled spec) has TLS on, plain HTTP otherwise. No Secret yet: https that cannot connect
-    (no JobManager runs with TLS without it; the deployment waits for it). A Secret that cannot serve
-    is TlsSecretPending (the Ready=False condition says what to do); a 403 reading it is the API's error."""
-    try:
-        tls = FlinkJobSpec.from_dict(deployed).security.tls if deployed is not None else None
-    except (KeyError, TypeError, ValueError, AttributeError):
-        tls = None
-    if tls is None or not tls.enabled:
+                              jobmanager: Mapping[str, Any] | None, reconciled: Mapping[str, Any] | None) -> None:
+    """Before a pass talks to the JobManager: https with the Secret's material when the `jobmanager`
+    Deployment runs with TLS, plain HTTP otherwise. No Secret yet: https that cannot connect (no
+    JobManager runs with TLS without it). A Secret that cannot serve is TlsSecretPending (the Ready=False
+    condition says what to do, for the material's source in `reconciled`, the last reconciled spec); a
+    403 reading it is the API's error."""
+    if not deployed_with_tls(jobmanager):
         registry.plain(ref.namespace, ref.name)
         return
+    try:
+        tls = FlinkJobSpec.from_dict(reconciled).security.tls if reconciled is not None else TlsSpec(True)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        tls = TlsSpec(True)
     secret = await secrets.get(ref.namespace, tls_secret_name(ref))
     problem = secret_problem(ref, tls, secret) if secret is not None else None
     if problem is not None:

@@ -367,7 +367,8 @@ class Reconciler:
 
     async def _jobmanager_tls(self, ref: FlinkJobRef, status: FlinkJobStatus) -> None:
         """https with the job's certificate while its JobManager runs with TLS (jobmanager_tls.py)."""
-        await follow_deployed_tls(self.observer.endpoints.tls, self.secrets, ref,
+        deployments, _ = await self.observer.owned_objects(ref)
+        await follow_deployed_tls(self.observer.endpoints.tls, self.secrets, ref, deployments[0],
                                   status.reconciliation.last_reconciled_spec)
 
     async def _send_savepoint(self, ref: FlinkJobRef, body: Mapping[str, Any], spec: FlinkJobSpec,

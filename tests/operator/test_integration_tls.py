@@ -94,3 +94,36 @@ def test_a_tls_job_runs_and_the_operator_follows_it_over_mutual_tls(
                details=lambda: f"{final_sums(out)} != {reference(count)}\n{details()}")
     k8s.call(lambda k: k.delete("FlinkJob", k8s.namespace, name))
     wait_until(lambda: k8s.get("FlinkJob", name) is None, timeout=30, what="the FlinkJob deleted", details=details)
+
+
+@pytest.mark.timeout(300)
+def test_turning_tls_on_is_a_savepoint_upgrade_that_stops_the_plain_jobmanager_and_restores_under_tls(
+        k8s: Cluster, operator: RunningOperator, kubelet: Any, s3_server: S3Server, tmp_path: Path):
+    """The operator asks the old JobManager for the savepoint over plain HTTP (the spec it heads for already
+    says TLS) and the new one over https; the keyed sums of the second run end at the reference."""
+    name, count = "tls-on", 12000
+    job_file = sums_job(tmp_path / "sums.py", count=count, rate=1000.0)
+    first, second = tmp_path / "out-1", tmp_path / "out-2"
+    k8s.call(lambda k: k.create(s3_secret(f"{name}-s3", k8s.namespace, s3_server)))
+    k8s.call(lambda k: k.create(flinkjob(name, k8s.namespace, job_file, first, s3_server)))
+
+    def details() -> str:
+        return f"{k8s.status(name)}\n{operator.log()}\n{kubelet.logs()}"
+
+    wait_until(lambda: lifecycle(k8s, name) == "STABLE", timeout=90, what="the plain job RUNNING", details=details)
+    k8s.call(lambda k: k.merge_patch("FlinkJob", k8s.namespace, name, {"spec": {
+        "security": {"tls": {"enabled": True}}, "job": {"args": [str(second)]}}}))
+    wait_until(lambda: lifecycle(k8s, name) == "STABLE" and (k8s.status(name).get("savepoints") or {}).get("last")
+               and k8s.status(name)["reconciliation"]["lastReconciledSpec"]["job"]["args"] == [str(second)],
+               timeout=120, what="the upgrade to TLS RUNNING", details=details)
+    savepoint = k8s.status(name)["savepoints"]["last"]
+    assert savepoint["kind"] == "upgrade"
+    volumes = k8s.get("Deployment", f"{name}-jobmanager")["spec"]["template"]["spec"]["volumes"]
+    assert any((v.get("secret") or {}).get("secretName") == f"{name}-tls" for v in volumes)
+    expected = reference(count)
+    wait_until(lambda: final_sums(second) == expected, timeout=120, what="the TLS job's final sums",
+               details=lambda: f"{final_sums(second)} != {expected}\n{details()}")
+    before = final_sums(first)
+    assert before and all(before[k] < expected[k] for k in before)  # the plain job was stopped midway
+    k8s.call(lambda k: k.delete("FlinkJob", k8s.namespace, name))
+    wait_until(lambda: k8s.get("FlinkJob", name) is None, timeout=30, what="the FlinkJob deleted", details=details)

@@ -19,9 +19,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from strom_operator.action_failures import TlsSecretPending
 from strom_operator.endpoints import JobManagerEndpoints
+from strom_operator.jobmanager import build_jobmanager_deployment
 from strom_operator.jobmanager_client import JobManagerUnreachable, RestJobManagerClient
-from strom_operator.jobmanager_tls import client_context, follow_deployed_tls
+from strom_operator.jobmanager_tls import client_context, deployed_with_tls, follow_deployed_tls
 from strom_operator.labels import FlinkJobRef
+from strom_operator.owned_objects import index_entry
 from strom_operator.tls_secret import generated_tls_secret
 
 from tests.operator.fakes import make_spec
@@ -112,8 +114,12 @@ def _url_map(tmp_path, port: int) -> JobManagerEndpoints:
     return JobManagerEndpoints(str(url_map))
 
 
-def _tls_status_spec() -> dict[str, Any]:
-    return make_spec(security={"tls": {"enabled": True}}).to_dict()
+TLS_SPEC = make_spec(security={"tls": {"enabled": True}})
+
+
+def _deployed(spec: Any = TLS_SPEC) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the JobManager Deployment of `spec`, `spec` as lastReconciledSpec): what a pass follows."""
+    return build_jobmanager_deployment(REF, spec), spec.to_dict()
 
 
 class Secrets:
@@ -132,13 +138,13 @@ def test_the_operator_speaks_mutual_tls_with_the_jobs_certificate(secret, tmp_pa
         endpoints = _url_map(tmp_path, port)
         client = RestJobManagerClient(tls=endpoints.tls_for)
         try:
-            await follow_deployed_tls(endpoints.tls, Secrets(secret), REF, _tls_status_spec())
+            await follow_deployed_tls(endpoints.tls, Secrets(secret), REF, *_deployed())
             url = endpoints.url(REF)
             assert url == f"https://127.0.0.1:{port}"  # the address the map gives, over https
             [job] = await client.jobs_overview(url)
             assert job.state == "RUNNING"
-            # TLS off in the deployed spec: plain HTTP again, which this JobManager does not speak
-            await follow_deployed_tls(endpoints.tls, Secrets(secret), REF, make_spec().to_dict())
+            # a JobManager deployed without TLS: plain HTTP again, which this one does not speak
+            await follow_deployed_tls(endpoints.tls, Secrets(secret), REF, *_deployed(make_spec()))
             assert endpoints.url(REF) == f"http://127.0.0.1:{port}"
             with pytest.raises(JobManagerUnreachable):
                 await client.jobs_overview(endpoints.url(REF))
@@ -186,7 +192,7 @@ def test_a_server_with_another_ca_is_not_trusted_by_the_operator(secret, tmp_pat
         endpoints = _url_map(tmp_path, port)
         client = RestJobManagerClient(tls=endpoints.tls_for)
         try:
-            await follow_deployed_tls(endpoints.tls, Secrets(secret), REF, _tls_status_spec())
+            await follow_deployed_tls(endpoints.tls, Secrets(secret), REF, *_deployed())
             with pytest.raises(JobManagerUnreachable, match="certificate verify failed"):
                 await client.jobs_overview(endpoints.url(REF))
         finally:
@@ -200,14 +206,14 @@ def test_a_secret_without_a_key_is_a_pending_condition_naming_it(secret):
     broken = {**secret, "data": {k: v for k, v in secret["data"].items() if k != "ca.crt"}}
     with pytest.raises(TlsSecretPending, match="Secret streams/wordcount-tls has no ca.crt: delete it and the "
                                                "operator generates a new one"):
-        asyncio.run(follow_deployed_tls(JobManagerEndpoints("").tls, Secrets(broken), REF, _tls_status_spec()))
+        asyncio.run(follow_deployed_tls(JobManagerEndpoints("").tls, Secrets(broken), REF, *_deployed()))
 
 
 def test_a_secret_that_does_not_parse_is_a_pending_condition_naming_it(secret):
     garbled = {**secret, "data": {**secret["data"], "tls.key": base64.b64encode(b"not a key").decode()}}
     with pytest.raises(TlsSecretPending, match="Secret streams/wordcount-tls cannot serve as the operator's client "
                                                "certificate: .*; delete it to have a new one generated"):
-        asyncio.run(follow_deployed_tls(JobManagerEndpoints("").tls, Secrets(garbled), REF, _tls_status_spec()))
+        asyncio.run(follow_deployed_tls(JobManagerEndpoints("").tls, Secrets(garbled), REF, *_deployed()))
 
 
 def test_the_engine_reads_the_operators_configuration_and_material(secret, tmp_path):
@@ -254,3 +260,18 @@ def test_the_engine_reads_the_operators_configuration_and_material(secret, tmp_p
         assert await handshake(rest_server, rest_client, "wordcount-jobmanager") == b"ok"
 
     asyncio.run(run())
+
+
+def test_https_follows_the_jobmanager_that_runs_not_the_spec_an_upgrade_heads_for(secret):
+    """An upgrade that turns TLS on writes its target spec (lastReconciledSpec) before it stops the old
+    JobManager with a savepoint: that one is asked over plain HTTP, the new one over https; and back."""
+    plain_jm, tls_jm = build_jobmanager_deployment(REF, make_spec()), build_jobmanager_deployment(REF, TLS_SPEC)
+    assert not deployed_with_tls(plain_jm) and deployed_with_tls(tls_jm) and not deployed_with_tls(None)
+    # what the operator's watch keeps of a Deployment (owned_objects.index_entry) is enough to tell
+    assert deployed_with_tls(index_entry("streams", tls_jm)[("streams", "wordcount")])
+    assert not deployed_with_tls(index_entry("streams", plain_jm)[("streams", "wordcount")])
+    endpoints = JobManagerEndpoints("")
+    for jobmanager, reconciled, scheme in ((plain_jm, TLS_SPEC, "http"), (tls_jm, TLS_SPEC, "https"),
+                                           (tls_jm, make_spec(), "https"), (None, TLS_SPEC, "http")):
+        asyncio.run(follow_deployed_tls(endpoints.tls, Secrets(secret), REF, jobmanager, reconciled.to_dict()))
+        assert endpoints.url(REF).startswith(f"{scheme}://wordcount-jobmanager.streams.svc:8081")
