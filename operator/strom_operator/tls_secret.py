@@ -37,6 +37,7 @@ SECRET_KEYS = (CERT_KEY, PRIVATE_KEY_KEY, CA_KEY)
 SECRET_TYPE = "kubernetes.io/tls"
 # Readable by the owner and the pod's fsGroup only (the pods run as a non-root user in that group).
 SECRET_FILE_MODE = 0o440
+CERTIFICATE_DURATION, CERTIFICATE_RENEW_BEFORE = "8760h", "720h"
 CERTIFICATE_USAGES = ("digital signature", "key encipherment", "server auth", "client auth")
 
 
@@ -104,6 +105,11 @@ def build_certificate(ref: FlinkJobRef, issuer: IssuerRef) -> dict[str, Any]:
             "issuerRef": {"name": issuer.name, "kind": issuer.kind, "group": issuer.group},
             "commonName": jobmanager_name(ref),
             "dnsNames": list(jobmanager_dns_names(ref)),
+            # A year, renewed a month before: the engine loads its material when a process starts, so a
+            # renewal reaches a process when it restarts (an upgrade, a failover); cert-manager's 90 days
+            # would outlive fewer long-running jobs.
+            "duration": CERTIFICATE_DURATION,
+            "renewBefore": CERTIFICATE_RENEW_BEFORE,
             # one certificate serves as server and as client (mutual TLS everywhere)
             "usages": list(CERTIFICATE_USAGES),
         },

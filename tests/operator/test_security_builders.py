@@ -285,6 +285,7 @@ def test_the_certificate_asks_cert_manager_for_the_secret_with_the_service_names
         "commonName": "wordcount-jobmanager",
         "dnsNames": ["wordcount-jobmanager", "wordcount-jobmanager.streams", "wordcount-jobmanager.streams.svc",
                      "wordcount-jobmanager.streams.svc.cluster.local"],
+        "duration": "8760h", "renewBefore": "720h",
         "usages": ["digital signature", "key encipherment", "server auth", "client auth"],
     }
 
