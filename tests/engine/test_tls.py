@@ -357,3 +357,21 @@ def test_a_client_command_with_unusable_tls_material_fails_in_one_line_before_an
     assert code == 2 and out.getvalue() == ""
     assert err.getvalue() == (f"strom list: error: cannot read {missing} (security.ssl.rest.truststore): No such "
                               "file or directory; check the path and its permissions\n")
+
+
+def test_mismatched_tls_settings_say_which_key_to_set(m: Material):
+    tls = internal_tls(m.pem())
+    client, result, t = run_accept(None)  # a plain server: the peer-authentication hello comes first
+    with pytest.raises(ConnectionError) as e:
+        secure_connect(client, secret=SECRET, tls=tls, purpose=DATA)
+    t.join(10)
+    assert result == [None]
+    assert str(e.value).startswith("the data port does not speak TLS (") and str(e.value).endswith(
+        "): set security.ssl.internal.enabled on every process or none"
+    )
+    client, result, t = run_accept(tls)  # a TLS server waits for a ClientHello until its handshake deadline
+    with pytest.raises(ConnectionError) as e:
+        secure_connect(client, secret=SECRET, tls=None, purpose=DATA)
+    t.join(10)
+    assert result == [None]
+    assert str(e.value).endswith("; if the peer requires TLS, set security.ssl.internal.enabled here too")

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from strom.common.tls import InternalTls
+from strom.common.tls_options import INTERNAL_ENABLED
 from strom.runtime.network.peer_auth import (
     _PORT_NAMES,
     HANDSHAKE_TIMEOUT_S,
@@ -100,16 +101,25 @@ def secure_connect(
     ssl.SSLError, TlsRefused (our certificate was not accepted), PeerAuthError or OSError; `sock` is
     closed on failure."""
     secured: socket.socket = sock
+    port = _PORT_NAMES[purpose]
     try:
         if tls is not None:
             secured = connect_tls(sock, tls)
         authenticate_to_server(secured, secret, purpose)
+    except ssl.SSLError as e:
+        secured.close()
+        if "WRONG_VERSION_NUMBER" not in str(e.reason):
+            raise
+        raise ConnectionError(
+            f"the {port} port does not speak TLS ({e.reason}): set {INTERNAL_ENABLED.key} on every process or none"
+        ) from e
     except ClosedBeforeHello as e:
         secured.close()
         if tls is None:
-            raise
+            # a TLS server waits for a ClientHello and gives up: say so rather than only "it closed"
+            raise ClosedBeforeHello(f"{e}; if the peer requires TLS, set {INTERNAL_ENABLED.key} here too") from e
         raise TlsRefused(
-            f"the {_PORT_NAMES[purpose]} port closed the connection after the TLS handshake: it does not accept "
+            f"the {port} port closed the connection after the TLS handshake: it does not accept "
             "this process's certificate (is it signed by a CA in the peer's security.ssl.internal.truststore?)"
         ) from e
     except BaseException:
