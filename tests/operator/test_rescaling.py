@@ -59,7 +59,8 @@ def test_rescale_is_logged_before_the_job_stops_then_deployed_from_its_savepoint
 
 def test_deployed_objects_carry_the_overrides_and_enough_taskmanagers():
     spec = make_spec(autoscaler__enabled=True, taskManager__slots=2)
-    config, _, _, tm = build_job_objects(REF, spec, vertex_parallelism=OVERRIDES)
+    objects = build_job_objects(REF, spec, vertex_parallelism=OVERRIDES)
+    config, tm = objects[0], objects[-1]
     engine = yaml.safe_load(config["data"][CONFIG_FILE])
     assert engine["pipeline.jobvertex-parallelism-overrides"] == f"{'a' * 32}:1,{'b' * 32}:5"
     assert tm["spec"]["replicas"] == 3
