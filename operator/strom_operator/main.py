@@ -18,10 +18,13 @@ import asyncio
 import logging
 import os
 import sys
+import time
 from collections.abc import Sequence
 
 from strom_operator.config import ALL_NAMESPACES, MAX_REQUEUE_ENV, METRICS_PORT_ENV, NAMESPACES_ENV
 from strom_operator.endpoints import URL_MAP_ENV
+
+STARTUP_TIMEOUT_S = 30.0  # how long the operator tries to reach the API server before it gives up
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -42,7 +45,50 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="cap the delay between reconciliations of a FlinkJob")
     p.add_argument("--standalone", action="store_true", default=True,
                    help="no peering with other operators (the default: run one replica)")
+    p.add_argument("--startup-timeout", type=float, default=STARTUP_TIMEOUT_S, metavar="SECONDS",
+                   help="how long to try reaching the Kubernetes API at start before exiting with status 1 "
+                        f"(default {STARTUP_TIMEOUT_S:g})")
+    p.epilog = ("Exit status: 0 stopped (SIGTERM, SIGINT), 1 no credentials or the Kubernetes API unreachable for "
+                "--startup-timeout (one line says which), 2 usage error.")
     return p.parse_args(argv)
+
+
+async def api_problem(timeout_s: float) -> str | None:
+    """Why the operator cannot work, in one line, or None: no credentials, or an API server that does not
+    answer within `timeout_s` (retried meanwhile: a cluster may still be starting) or refuses them. Kopf
+    would log each failure with its traceback and retry forever; a command run by hand should say it once."""
+    import kopf
+
+    from strom_operator.handlers import obtain_credentials
+    from strom_operator.kube_api import KubeApi, KubeApiError
+
+    quiet = logging.getLogger("strom_operator.preflight")
+    try:
+        info = await asyncio.to_thread(obtain_credentials, settings=kopf.OperatorSettings(), logger=quiet)
+    except kopf.LoginError as e:
+        return f"{e}: set KUBECONFIG (or ~/.kube/config) or run in a pod with a service account"
+    api = KubeApi.from_connection_info(info)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            try:
+                await asyncio.wait_for(api.request("GET", "/version"), max(1.0, deadline - time.monotonic()))
+                return None
+            except KubeApiError as e:
+                if e.status == 401:
+                    return (f"the Kubernetes API at {api.server} refused the credentials (401 Unauthorized): "
+                            "renew them or check KUBECONFIG's user")
+                if e.status != 0:
+                    return None  # it answers: what a missing permission means is reported by kopf later
+                why = e.api_message.split(" ssl:")[0].split(" [")[0]  # not aiohttp's SSL context repr
+            except TimeoutError:
+                why = "no answer"
+            if time.monotonic() >= deadline:
+                return (f"cannot reach the Kubernetes API at {api.server} within {timeout_s:g} s ({why}): check "
+                        "KUBECONFIG's cluster and that the cluster runs (--startup-timeout waits longer)")
+            await asyncio.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+    finally:
+        await api.close()
 
 
 def liveness_url(value: str | None) -> str | None:
@@ -75,6 +121,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import strom_operator.handlers  # noqa: F401 - registers the handlers
 
+    try:
+        problem = asyncio.run(api_problem(args.startup_timeout))
+    except KeyboardInterrupt:
+        return 130
+    if problem is not None:
+        print(f"strom-operator: error: {problem}", file=sys.stderr)
+        return 1
     try:
         asyncio.run(kopf.operator(
             standalone=args.standalone,
