@@ -370,7 +370,7 @@ def test_mismatched_tls_settings_say_which_key_to_set(m: Material):
         "): set security.ssl.internal.enabled on every process or none"
     )
     client, result, t = run_accept(tls)  # a TLS server waits for a ClientHello until its handshake deadline
-    with pytest.raises(ConnectionError) as e:
+    with pytest.raises((ConnectionError, TimeoutError)) as e:  # it closes, or this side's equal deadline is first
         secure_connect(client, secret=SECRET, tls=None, purpose=DATA)
     t.join(10)
     assert result == [None]

@@ -113,6 +113,12 @@ def secure_connect(
         raise ConnectionError(
             f"the {port} port does not speak TLS ({e.reason}): set {INTERNAL_ENABLED.key} on every process or none"
         ) from e
+    except TimeoutError as e:
+        secured.close()
+        if tls is not None:
+            raise
+        # a TLS server waits for a ClientHello as this process waits for the hello: say what may be wrong
+        raise TimeoutError(f"{e}; if the peer requires TLS, set {INTERNAL_ENABLED.key} here too") from e
     except ClosedBeforeHello as e:
         secured.close()
         if tls is None:
