@@ -10,8 +10,14 @@ it reaches only if the savepoint held the reduce's state and the source's positi
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from strom.runtime.checkpoint.memory_storage import JobManagerCheckpointStorage
 from strom.runtime.checkpoint.task_snapshots import OperatorStateHandle, inline_state_handle, stage_inline_state
+
+from tests.engine.cluster_testing import SessionCluster
+from tests.engine.test_cluster import final_sums, reference, submit
+from tests.engine.test_savepoints import COUNT, local, sums_job
 
 
 def test_inline_state_moves_from_the_task_to_the_jobmanagers_staging():
@@ -26,3 +32,29 @@ def test_inline_state_moves_from_the_task_to_the_jobmanagers_staging():
     assert staged == handle  # the coordinator sees the plain handle
     assert jobmanager_side.read_bytes("job/chk-3/sums-0") == b"state"
     assert jobmanager_side.read_bytes("job/shared/sst-1") == b"sst"
+
+
+def test_savepoint_of_a_job_without_state_directories_restores_exactly(tmp_path: Path):
+    cluster = SessionCluster(taskmanagers=1, slots=2)  # no state.checkpoints.dir, no state.savepoints.dir
+    try:
+        job, _ = sums_job(tmp_path, "plain", keyed_parallelism=2, checkpointing=False)
+        job_id = submit(cluster, job)
+        cluster.wait_for_state(job_id, ("RUNNING",))
+        target = tmp_path / "given-dir"
+        proc = cluster.cli("savepoint", job_id, f"file://{target}")
+        assert proc.returncode == 0, proc.stderr
+        location = proc.stdout.strip().splitlines()[-1].removeprefix("Savepoint completed. Path: ")
+        assert local(location).parent == target
+        # the savepoint alone: nothing was staged on disk
+        assert [p.name for p in target.iterdir()] == [local(location).name]
+        proc = cluster.cli("cancel", job_id)
+        assert proc.returncode == 0, proc.stderr
+        cluster.wait_for_state(job_id, ("CANCELED",))
+        path, out = sums_job(tmp_path, "restored", keyed_parallelism=1, checkpointing=False)
+        proc = cluster.cli("submit", path, "--from-savepoint", location)
+        assert proc.returncode == 0, proc.stderr
+        restored = proc.stdout.strip().split()[-1]
+        assert cluster.wait_for_state(restored, ("FINISHED", "FAILED")) == "FINISHED"
+        assert final_sums(out) == reference(COUNT)
+    finally:
+        cluster.close()

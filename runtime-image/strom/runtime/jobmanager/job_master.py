@@ -33,7 +33,6 @@ from strom.common import config_options as opts
 from strom.graph.job_graph import JobGraph, create_job_graph
 from strom.graph.stream_graph import StreamGraph
 from strom.runtime.checkpoint.errors import CheckpointStorageError
-from strom.runtime.checkpoint.options import takes_snapshots
 from strom.runtime.checkpoint.savepoints import (
     STOP_DRAIN,
     STOP_SUSPEND,
@@ -122,15 +121,16 @@ class JobMaster:
             )
         else:
             self.initial_restore = self._savepoint_restore()
-        if takes_snapshots(self.graph.config):
-            ha = self.jm.ha
-            self.checkpointing = JobCheckpointing(
-                self.job_id,
-                self.graph.config,
-                on_completed=lambda cid, d: ha.checkpoint_completed(self.job_id, CheckpointPointer(cid, d)),
-                on_failures_exceeded=self._checkpoint_failures_exceeded,
-                recovered=(self.recovered.checkpoint_id, self.recovered.directory) if self.recovered else None,
-            )
+        # Every job has a coordinator, as in Flink: one without a checkpoint directory takes savepoints
+        # into the directory a request names, its state staged in the JobManager (memory_storage.py).
+        ha = self.jm.ha
+        self.checkpointing = JobCheckpointing(
+            self.job_id,
+            self.graph.config,
+            on_completed=lambda cid, d: ha.checkpoint_completed(self.job_id, CheckpointPointer(cid, d)),
+            on_failures_exceeded=self._checkpoint_failures_exceeded,
+            recovered=(self.recovered.checkpoint_id, self.recovered.directory) if self.recovered else None,
+        )
         stats = self.checkpointing.coordinator.stats if self.checkpointing is not None else None
         self.jm.registry.register_job_gauges(
             self.job_id,

@@ -23,8 +23,9 @@ import cloudpickle
 from strom.common import config_options as opts
 from strom.common.tls import InternalTls, StoreSettings, internal_contexts
 from strom.graph.job_graph import create_job_graph
+from strom.runtime.checkpoint.memory_storage import JobManagerCheckpointStorage
 from strom.runtime.checkpoint.metadata import read_metadata
-from strom.runtime.checkpoint.options import snapshot_staging_dir, takes_snapshots
+from strom.runtime.checkpoint.options import snapshot_staging_dir
 from strom.runtime.checkpoint.storage import checkpoint_storage_for
 from strom.runtime.checkpoint.task_snapshots import AsyncSnapshotWriter, OperatorStateHandle, restore_operators
 from strom.runtime.execution_graph import RemoteChannels, build_subtasks
@@ -181,11 +182,10 @@ class SlotWorker:
             task.start()
 
     def _checkpointing(self, msg: DeploySlot, config: Any) -> AsyncSnapshotWriter | None:
-        """The attempt's snapshot writer, acknowledging through the pipe; None when the job takes no
-        checkpoints or savepoints."""
-        if not takes_snapshots(config):
-            return None
-        storage = checkpoint_storage_for(snapshot_staging_dir(config), config)
+        """The attempt's snapshot writer, acknowledging through the pipe. Every job can take a savepoint,
+        as in Flink: without a checkpoint directory its state travels to the JobManager in the acks."""
+        staging = snapshot_staging_dir(config)
+        storage = checkpoint_storage_for(staging, config) if staging else JobManagerCheckpointStorage(msg.job_id)
         job_id, attempt = msg.job_id, msg.attempt
 
         def acknowledge(cid: int, key: tuple[str, int], handles: list[OperatorStateHandle]) -> None:
