@@ -18,6 +18,7 @@ from strom.common.key_groups import KeyGroupRange
 from strom.runtime.checkpoint import layout
 from strom.runtime.checkpoint.errors import CheckpointMetadataError, StorageAccessError, StorageObjectNotFoundError
 from strom.runtime.checkpoint.file_storage import FileCheckpointStorage
+from strom.runtime.checkpoint.memory_storage import JobManagerCheckpointStorage
 from strom.runtime.checkpoint.metadata import (
     CheckpointMetadata,
     OperatorSnapshotRef,
@@ -41,11 +42,14 @@ from tests.engine.s3_server import S3Server, free_ports, s3_server_fixture  # no
 JOB = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
 
 
-@pytest.fixture(params=["file", "s3"])
+@pytest.fixture(params=["file", "s3", "jobmanager"])
 def storage(request: pytest.FixtureRequest, tmp_path: Path) -> CheckpointStorage:
-    """A fresh, empty storage root: a temp directory, or a fresh prefix in the test bucket."""
+    """A fresh, empty storage root: a temp directory, a fresh prefix in the test bucket, or the
+    JobManager's memory (jobs without a checkpoint directory stage their savepoints there)."""
     if request.param == "file":
         return checkpoint_storage_for(tmp_path.as_uri())
+    if request.param == "jobmanager":
+        return JobManagerCheckpointStorage("test-job")
     server: S3Server = request.getfixturevalue("s3_server")
     return checkpoint_storage_for(f"s3://{server.bucket}/t-{secrets.token_hex(6)}/checkpoints", server.config())
 
@@ -108,7 +112,7 @@ def test_delete_prefix_removes_everything_under_it_and_nothing_else(storage: Che
 
 def test_uri_of_names_the_full_location(storage: CheckpointStorage) -> None:
     assert storage.uri_of("j/chk-3/_metadata") == storage.root_uri + "/j/chk-3/_metadata"
-    assert storage.root_uri.split("://")[0] in ("file", "s3")
+    assert storage.root_uri.split("://")[0] in ("file", "s3", "jobmanager")
 
 
 @pytest.mark.parametrize("bad", ["../escape", "/absolute", "a//b", "a/./b", "", "dir/"])
@@ -206,6 +210,8 @@ def test_a_moved_savepoint_directory_still_restores(
 ) -> None:
     """Move the directory on disk, or copy its objects to another prefix with plain S3 calls and
     delete the originals: the savepoint read from its new place restores every state file."""
+    if isinstance(storage, JobManagerCheckpointStorage):
+        pytest.skip("a savepoint is written to its target directory, never kept in the JobManager's memory")
     name = layout.savepoint_dir_name(JOB)
     _write_checkpoint(storage, f"savepoints/{name}", _metadata(3, savepoint=True))
     config = None
