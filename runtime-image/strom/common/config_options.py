@@ -60,6 +60,46 @@ def parse_duration_ms(value: Any) -> int:
     return int(float(m.group(1)) * _DURATION_UNITS[unit])
 
 
+_MEMORY_UNITS = {
+    "": 1,
+    "b": 1,
+    "bytes": 1,
+    "k": 1 << 10,
+    "kb": 1 << 10,
+    "kibibytes": 1 << 10,
+    "m": 1 << 20,
+    "mb": 1 << 20,
+    "mebibytes": 1 << 20,
+    "g": 1 << 30,
+    "gb": 1 << 30,
+    "gibibytes": 1 << 30,
+    "t": 1 << 40,
+    "tb": 1 << 40,
+    "tebibytes": 1 << 40,
+}
+_MEMORY_RE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_memory_size(value: Any) -> int:
+    """Flink's MemorySize syntax: '32kb', '64 mb', '1g', or a bare number of bytes (units are powers of 1024)."""
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a memory size")
+    if isinstance(value, int):
+        return value
+    m = _MEMORY_RE.match(str(value))
+    if not m or m.group(2).lower() not in _MEMORY_UNITS:
+        raise ValueError("not a memory size")
+    return int(m.group(1)) * _MEMORY_UNITS[m.group(2).lower()]
+
+
+def format_memory_size(n: int) -> str:
+    """`n` bytes in the largest unit that divides it ('32 kb', '64 mb', '1000 bytes')."""
+    for unit, size in (("tb", 1 << 40), ("gb", 1 << 30), ("mb", 1 << 20), ("kb", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} bytes"
+
+
 def _parse_bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -99,12 +139,13 @@ def _parse_map(value: Any) -> dict[str, str]:
 @dataclass(frozen=True, slots=True)
 class ConfigOption:
     key: str
-    type: str  # int | bool | str | duration | enum | map | ports
+    type: str  # int | bool | str | duration | enum | map | ports | memory
     default: Any
     description: str
     allowed: tuple[str, ...] = ()
     minimum: int | None = None
     maximum: int | None = None
+    power_of_two: bool = False  # memory sizes that must be a power of two (Flink's segment size)
     deprecated_keys: tuple[str, ...] = field(default=())
 
     def expected(self) -> str:
@@ -116,6 +157,9 @@ class ConfigOption:
             "enum": "one of " + ", ".join(self.allowed),
             "map": "a map such as 'k1:v1,k2:v2'",
             "ports": "a port (0-65535), a range such as 9250-9260, or a comma-separated list of both",
+            "memory": "a memory size such as '32 kb' or '64 mb'"
+            + (f" of at least {format_memory_size(self.minimum)}" if self.minimum is not None else "")
+            + (", a power of two" if self.power_of_two else ""),
         }[self.type]
 
     def parse(self, value: Any) -> Any:
@@ -126,6 +170,7 @@ class ConfigOption:
             "duration": parse_duration_ms,
             "map": _parse_map,
             "ports": parse_port_range,
+            "memory": parse_memory_size,
             "enum": lambda v: str(v).strip().upper().replace("-", "_"),
         }
         try:
@@ -137,7 +182,7 @@ class ConfigOption:
         out_of_range = (self.minimum is not None and parsed < self.minimum) or (
             self.maximum is not None and parsed > self.maximum
         )
-        if out_of_range:
+        if out_of_range or (self.power_of_two and parsed & (parsed - 1)):
             raise ConfigError(f"invalid value {value!r} for {self.key!r}: expected {self.expected()}")
         return parsed
 
@@ -182,21 +227,38 @@ BUFFER_RECORDS = option(
     "strom.network.buffer-records",
     "int",
     1024,
-    "Records per network buffer (Strom counts records, not bytes).",
+    "Most records per network buffer and per source batch; buffers are cut at taskmanager.memory.segment-size "
+    "bytes first.",
     minimum=1,
+)
+SEGMENT_SIZE = option(
+    "taskmanager.memory.segment-size",
+    "memory",
+    32 * 1024,
+    "Size of a network buffer; serialized records fill buffers, a record larger than a buffer spans several.",
+    minimum=4 * 1024,
+    power_of_two=True,
+)
+NETWORK_MEMORY_MAX = option(
+    "taskmanager.memory.network.max",
+    "memory",
+    64 * 1024 * 1024,
+    "Network memory of one slot worker process (Flink: of a TaskManager): the buffers of its subtasks' input "
+    "gates and output channels; a deployment that needs more is refused.",
+    minimum=4 * 1024,
 )
 BUFFERS_PER_CHANNEL = option(
     "taskmanager.network.memory.buffers-per-channel",
     "int",
     2,
-    "Exclusive buffers (credits) per channel.",
+    "Exclusive buffers (credits) per input channel.",
     minimum=1,
 )
 FLOATING_BUFFERS = option(
     "taskmanager.network.memory.floating-buffers-per-gate",
     "int",
     8,
-    "Floating buffers per input gate.",
+    "Buffers per input gate shared by its channels (spread evenly over them).",
     minimum=0,
 )
 OBJECT_REUSE = option(
@@ -211,6 +273,20 @@ CHECKPOINT_MODE = option(
     "EXACTLY_ONCE",
     "Checkpointing mode.",
     allowed=("EXACTLY_ONCE", "AT_LEAST_ONCE"),
+)
+UNALIGNED_CHECKPOINTS = option(
+    "execution.checkpointing.unaligned.enabled",
+    "bool",
+    False,
+    "Unaligned checkpoints: barriers overtake in-flight buffers, which are stored with the checkpoint "
+    "(EXACTLY_ONCE only; savepoints stay aligned).",
+)
+ALIGNED_CHECKPOINT_TIMEOUT = option(
+    "execution.checkpointing.aligned-checkpoint-timeout",
+    "duration",
+    0,
+    "With unaligned checkpoints: a checkpoint starts aligned and switches to unaligned once alignment has taken "
+    "this long; 0 = unaligned from the start.",
 )
 STATE_BACKEND = option("state.backend.type", "enum", "HASHMAP", "State backend.", allowed=("HASHMAP", "ROCKSDB"))
 CHECKPOINTS_DIR = option("state.checkpoints.dir", "str", "", "Checkpoint storage URI.")

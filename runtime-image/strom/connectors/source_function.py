@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from strom.common import config_options as opts
+from strom.common.record_size import record_size
 from strom.connectors.base import Boundedness, Source, SourceReader, SourceReaderContext
 
 _MAX_POLL_WAIT_S = 0.05
@@ -41,9 +42,11 @@ class SourceFunctionContext:
 
 
 class SourceFunctionReader(SourceReader):
-    def __init__(self, function: Any, capacity: int) -> None:
+    def __init__(self, function: Any, capacity: int, capacity_bytes: int = 32 * 1024) -> None:
         self._function = function
-        self._capacity = capacity
+        self._max_capacity = capacity
+        self._capacity_bytes = capacity_bytes
+        self._capacity = capacity  # records the queue holds: capacity_bytes by the size of its first record
         self._cond = threading.Condition()
         self._values: list[Any] = []
         self._timestamps: list[Any] | None = None  # created at the first timestamped record
@@ -72,6 +75,8 @@ class SourceFunctionReader(SourceReader):
                 self._cond.wait()
             if self._cancelled:
                 return  # records emitted after cancel() are dropped, as Flink drops them
+            if not self._values:
+                self._capacity = max(1, min(self._max_capacity, self._capacity_bytes // record_size(value)))
             self._values.append(value)
             if timestamp is not None and self._timestamps is None:
                 self._timestamps = [None] * (len(self._values) - 1)
@@ -146,5 +151,7 @@ class SourceFunctionSource(Source):
         open_fn = getattr(fn, "open", None)
         if callable(open_fn) and context.runtime_context is not None:
             open_fn(context.runtime_context)
-        capacity = context.config.get(opts.BUFFER_RECORDS) if context.config is not None else 1024
-        return SourceFunctionReader(fn, capacity)
+        config = context.config
+        if config is None:
+            return SourceFunctionReader(fn, 1024)
+        return SourceFunctionReader(fn, config.get(opts.BUFFER_RECORDS), config.get(opts.SEGMENT_SIZE))

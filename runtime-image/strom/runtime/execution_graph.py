@@ -10,10 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from strom.common import config_options as opts
 from strom.graph.job_graph import JobEdge, JobGraph, JobVertex
 from strom.runtime.metrics import MetricGroup
 from strom.runtime.network.channels import InputGate
+from strom.runtime.network.network_memory import NetworkBuffers
 from strom.runtime.network.record_writer import RecordWriter
 from strom.runtime.operators.base import OperatorContext
 from strom.runtime.tasks.operator_chain import build_chain
@@ -106,30 +106,40 @@ def build_subtasks(
     """The tasks of `subtasks` (vertex id, index): operator chains, input gates, and a channel
     per connected producer/consumer pair, in-process when both ends are among `subtasks`,
     else remote through `channels`."""
-    buffer_records = config.get(opts.BUFFER_RECORDS)
-    capacity = config.get(opts.BUFFERS_PER_CHANNEL) + config.get(opts.FLOATING_BUFFERS)
+    buffers = NetworkBuffers.from_config(config)
     vertices = {v.id: v for v in job_graph.vertices}
     mine = [(vertices[vid], i) for vid, i in subtasks]
     here = set(subtasks)
     # 1. consumer ends: the gates of our subtasks, with a queue per incoming channel
+    inputs = {
+        (v.id, i): [
+            (edge, prod)
+            for edge in v.inputs
+            for prod in range(edge.source_vertex.parallelism)
+            if i in connected_consumers(edge, prod)
+        ]
+        for v, i in mine
+    }
+    buffers.check_budget(
+        input_buffers=sum(buffers.gate_buffers(len(p)) for (vid, _i), p in inputs.items() if vertices[vid].inputs),
+        output_channels=sum(len(connected_consumers(edge, i)) for v, i in mine for edge in v.outputs),
+        where=_describe(mine),
+    )
     gates: dict[tuple[str, int], InputGate] = {}
     local: dict[ChannelKey, Any] = {}
     for v, i in mine:
         if not v.inputs:
             continue
-        gate = gates[(v.id, i)] = InputGate()
-        for edge in v.inputs:
+        producers = inputs[(v.id, i)]
+        gate = gates[(v.id, i)] = InputGate(buffers.segment_size)
+        for edge, prod in producers:
             input_index = 2 if edge.stream_edge.type_number == 2 else 1
-            name = edge_name(edge)
-            for prod in range(edge.source_vertex.parallelism):
-                if i not in connected_consumers(edge, prod):
-                    continue
-                ch = gate.add_channel(input_index, capacity)
-                key = (job_id, attempt, name, prod, i)
-                if (edge.source_vertex.id, prod) in here:
-                    local[key] = ch
-                else:
-                    _remote(channels).expect(key, ch)
+            ch = gate.add_channel(input_index, buffers.channel_credits(len(producers), len(gate.channels)))
+            key = (job_id, attempt, edge_name(edge), prod, i)
+            if (edge.source_vertex.id, prod) in here:
+                local[key] = ch
+            else:
+                _remote(channels).expect(key, ch)
     # 2. producer ends and the tasks
     result: list[ExecutionVertex] = []
     for v, i in mine:
@@ -150,7 +160,8 @@ def build_subtasks(
             w = RecordWriter(
                 outs,
                 kind=part.kind,
-                buffer_records=buffer_records,
+                buffer_records=buffers.buffer_records,
+                segment_size=buffers.segment_size,
                 key_selector=part.key_selector,
                 custom_partitioner=part.custom_partitioner,
                 max_parallelism=edge.target_vertex.max_parallelism,
@@ -193,6 +204,11 @@ def build_subtasks(
         )
         result.append(ExecutionVertex(v, i, task, task_metrics))
     return result
+
+
+def _describe(mine: list[tuple[JobVertex, int]]) -> str:
+    names = ", ".join(f"{v.name} ({i + 1}/{v.parallelism})" for v, i in mine[:3])
+    return f"subtasks {names}" + (f" and {len(mine) - 3} more" if len(mine) > 3 else "")
 
 
 def _remote(channels: RemoteChannels | None) -> RemoteChannels:

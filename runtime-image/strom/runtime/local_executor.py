@@ -26,6 +26,7 @@ from strom.common import config_options as opts
 from strom.datastream.stream_execution_environment import JobExecutionResult
 from strom.graph.job_graph import create_job_graph
 from strom.graph.stream_graph import StreamGraph
+from strom.runtime.checkpoint.channel_state import restore_channel_state
 from strom.runtime.checkpoint.coordinator import CheckpointCoordinator
 from strom.runtime.checkpoint.errors import CheckpointFailuresExceeded, CheckpointStorageError
 from strom.runtime.checkpoint.retention import RetainedCheckpoint
@@ -238,6 +239,7 @@ class LocalJob:
         if latest is None and self._savepoint is not None:
             storage, metadata = self._savepoint
             restore_operators(storage, "", metadata, (op for ev in vertices for op in ev.task.operators))
+            restore_channel_state(storage, "", metadata, (ev.task for ev in vertices))
             self.restored_checkpoint_id = metadata.checkpoint_id
             return
         if coordinator is None or latest is None:
@@ -245,6 +247,7 @@ class LocalJob:
         restore_operators(
             coordinator.storage, latest.directory, latest.metadata, (op for ev in vertices for op in ev.task.operators)
         )
+        restore_channel_state(coordinator.storage, latest.directory, latest.metadata, (ev.task for ev in vertices))
         coordinator.stats.restored(latest.checkpoint_id, coordinator.storage.uri_of(latest.directory))
         self.restored_checkpoint_id = latest.checkpoint_id
 

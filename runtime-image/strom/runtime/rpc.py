@@ -89,6 +89,7 @@ class TriggerCheckpoint:
     checkpoint_id: int
     timestamp: int
     stop: str = ""  # stop-with-savepoint mode, see checkpoint.savepoints.SavepointTarget.stop
+    savepoint: bool = False  # savepoints are always aligned, whatever execution.checkpointing.unaligned says
 
 
 @dataclass(frozen=True, slots=True)

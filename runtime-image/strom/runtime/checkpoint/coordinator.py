@@ -83,9 +83,10 @@ class TaskGateway(Protocol):
     def not_running(self) -> list[TaskKey]:
         """The tasks not RUNNING now (a checkpoint is only triggered when this is empty)."""
 
-    def trigger(self, checkpoint_id: int, timestamp_ms: int, stop: str = "") -> None:
+    def trigger(self, checkpoint_id: int, timestamp_ms: int, stop: str = "", savepoint: bool = False) -> None:
         """Make the source tasks start the checkpoint; barriers carry it to everyone else. `stop`:
-        a stop-with-savepoint's mode (savepoints.STOP_SUSPEND / STOP_DRAIN), '' otherwise."""
+        a stop-with-savepoint's mode (savepoints.STOP_SUSPEND / STOP_DRAIN), '' otherwise; a savepoint
+        is always aligned."""
 
     def notify_complete(self, checkpoint_id: int) -> None: ...
 
@@ -101,10 +102,10 @@ class MailboxGateway:
     def not_running(self) -> list[TaskKey]:
         return [k for k, t in self._tasks.items() if t.state != "RUNNING"]
 
-    def trigger(self, checkpoint_id: int, timestamp_ms: int, stop: str = "") -> None:
+    def trigger(self, checkpoint_id: int, timestamp_ms: int, stop: str = "", savepoint: bool = False) -> None:
         for task in self._tasks.values():
             if task.gate is None:
-                task.submit(partial(task.trigger_checkpoint, checkpoint_id, timestamp_ms, stop))
+                task.submit(partial(task.trigger_checkpoint, checkpoint_id, timestamp_ms, stop, savepoint))
 
     def notify_complete(self, checkpoint_id: int) -> None:
         for task in self._tasks.values():
@@ -150,6 +151,7 @@ def build_metadata(
             keyed=keyed,
             operator_state={h.subtask_index: h.path for h in hs},
             shared_files=tuple(dict.fromkeys(f for h in hs for f in h.shared_files)),
+            channel_state={h.subtask_index: h.channel_state for h in hs if h.channel_state},
         )
     return CheckpointMetadata(checkpoint_id, job_id, timestamp_ms, False, operators)
 
@@ -289,7 +291,7 @@ class CheckpointCoordinator:
             target = self._savepoint_requests.pop(0) if savepoint and self._savepoint_requests else None
             self._pending = PendingCheckpoint(cid, timestamp_ms, self._clock(), set(self._keys), savepoint=target)
             self.stats.triggered(cid, timestamp_ms, len(self._keys))
-            gateway.trigger(cid, timestamp_ms, target.stop if target is not None else "")
+            gateway.trigger(cid, timestamp_ms, target.stop if target is not None else "", savepoint=target is not None)
             return cid
 
     # -- answers from the tasks ------------------------------------------------------------------------

@@ -32,6 +32,8 @@ class OperatorSnapshotRef:
 
     `shared_files` lists the files outside the checkpoint directory (e.g. `../shared/<sst>` of an
     incremental backend) so that retention can count references without reading state files.
+    `channel_state` names, by subtask, the file of in-flight data an unaligned checkpoint stored with
+    the subtask's task (on its first operator; `channel_state.py`).
     """
 
     max_parallelism: int
@@ -39,10 +41,11 @@ class OperatorSnapshotRef:
     keyed: Mapping[KeyGroupRange, str] = field(default_factory=dict)
     operator_state: Mapping[int, str] = field(default_factory=dict)
     shared_files: tuple[str, ...] = ()
+    channel_state: Mapping[int, str] = field(default_factory=dict)
 
     def files(self) -> list[str]:
         """Every state file this snapshot references (relative paths)."""
-        return [*self.keyed.values(), *self.operator_state.values(), *self.shared_files]
+        return [*self.keyed.values(), *self.operator_state.values(), *self.shared_files, *self.channel_state.values()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +84,11 @@ def encode_metadata(metadata: CheckpointMetadata) -> bytes:
                 "keyed": {f"{r.start}-{r.end}": p for r, p in sorted(op.keyed.items(), key=lambda kv: kv[0].start)},
                 "operator_state": {str(i): p for i, p in sorted(op.operator_state.items())},
                 "shared_files": list(op.shared_files),
+                **(
+                    {"channel_state": {str(i): p for i, p in sorted(op.channel_state.items())}}
+                    if op.channel_state
+                    else {}
+                ),
             }
             for uid, op in sorted(metadata.operators.items())
         },
@@ -168,6 +176,7 @@ def _decode_operator(raw: Any) -> OperatorSnapshotRef:
         keyed=keyed,
         operator_state={int(i): _str(p) for i, p in _dict(op.get("operator_state", {})).items()},
         shared_files=tuple(_str(p) for p in _list(op.get("shared_files", []))),
+        channel_state={int(i): _str(p) for i, p in _dict(op.get("channel_state", {})).items()},
     )
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import quote
 
 from strom.common.key_groups import KeyGroupRange
+from strom.runtime.checkpoint.channel_state import CHANNEL_STATE_SUFFIX, ChannelState, encode_channel_state
 from strom.runtime.checkpoint.layout import SHARED_STATE_DIR, checkpoint_dir, resolve_relative, shared_dir
 from strom.runtime.checkpoint.metadata import CheckpointMetadata
 from strom.runtime.checkpoint.storage import CheckpointStorage
@@ -52,6 +53,7 @@ class OperatorStateHandle:
     # the files themselves, (path relative to the checkpoint directory, bytes), when the job stages its
     # snapshots in the JobManager (memory_storage.py); the JobManager stages and strips them on arrival
     inline: tuple[tuple[str, bytes], ...] = ()
+    channel_state: str = ""  # the task's in-flight data of an unaligned checkpoint (first operator only)
 
 
 def state_file_name(operator_uid: str, subtask_index: int) -> str:
@@ -105,10 +107,14 @@ class AsyncSnapshotWriter:
         self._decline = decline
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="checkpoint-writer")
 
-    def snapshot_taken(self, task_key: Any, checkpoint_id: int, items: list[Any]) -> None:
-        self._pool.submit(self._write, task_key, checkpoint_id, items)
+    def snapshot_taken(
+        self, task_key: Any, checkpoint_id: int, items: list[Any], channel_state: ChannelState | None = None
+    ) -> None:
+        self._pool.submit(self._write, task_key, checkpoint_id, items, channel_state)
 
-    def _write(self, task_key: Any, checkpoint_id: int, items: list[Any]) -> None:
+    def _write(
+        self, task_key: Any, checkpoint_id: int, items: list[Any], channel_state: ChannelState | None = None
+    ) -> None:
         try:
             directory = checkpoint_dir(self.job_id, checkpoint_id)
             uploader = SharedFileUploader(self.storage, self.job_id)
@@ -132,6 +138,12 @@ class AsyncSnapshotWriter:
                         size,
                     )
                 )
+            if channel_state is not None and handles:
+                first = handles[0]
+                name = state_file_name(first.operator_uid, first.subtask_index) + CHANNEL_STATE_SUFFIX
+                data = encode_channel_state(channel_state)
+                self.storage.write_bytes(f"{directory}/{name}", data)
+                handles[0] = replace(first, channel_state=name, size=first.size + len(data))
             if getattr(self.storage, "ships_state_inline", False):
                 handles = [inline_state_handle(self.storage, directory, h) for h in handles]
         except Exception as e:  # noqa: BLE001 - any failure declines this checkpoint, never the job
@@ -148,7 +160,7 @@ def inline_state_handle(storage: CheckpointStorage, directory: str, handle: Oper
     """The handle with its state file and new shared files moved out of `storage` into it: the
     acknowledgement carries them to the JobManager (a job without a checkpoint directory)."""
     files = []
-    for relative in (handle.path, *handle.shared_files):
+    for relative in (handle.path, *handle.shared_files, *([handle.channel_state] if handle.channel_state else [])):
         path = resolve_relative(directory, relative)
         if storage.exists(path):  # a shared file uploaded by an earlier snapshot went with that one
             files.append((relative, storage.read_bytes(path)))

@@ -67,8 +67,8 @@ class RpcTaskGateway:
     def not_running(self) -> list[TaskKey]:
         return self._not_running()
 
-    def trigger(self, checkpoint_id: int, timestamp_ms: int, stop: str = "") -> None:
-        msg = TriggerCheckpoint(self._job_id, self._attempt, checkpoint_id, timestamp_ms, stop)
+    def trigger(self, checkpoint_id: int, timestamp_ms: int, stop: str = "", savepoint: bool = False) -> None:
+        msg = TriggerCheckpoint(self._job_id, self._attempt, checkpoint_id, timestamp_ms, stop, savepoint)
         self._send(self._source_tms, encode_message(msg))
 
     def notify_complete(self, checkpoint_id: int) -> None:

@@ -6,8 +6,9 @@ server); only then is its handshake read. The process registers
 each remote input channel with `expect(channel_id, channel)`, where `channel` is the `LocalChannel`
 an `InputGate` handed out. A producer connects and names its channel in a handshake; the connection
 may arrive before `expect` and is then held (up to `pending_timeout_s`). Once matched, the server
-announces `channel.capacity` credits and reads frames into the channel's queue; each buffer the task
-takes returns one credit through `channel.on_consumed`.
+announces `channel.capacity` credits and reads frames into the channel's queue as they are, serialized
+(one network buffer each, at most a segment; the consumer task deserializes them when it takes them);
+each buffer the task takes returns one credit through `channel.on_consumed`.
 
 One reader thread per connection, not one selector thread: a reader blocks in recv without the GIL
 until a frame arrives, frames are parsed by C code (buffered reads, unpickling), and a selector loop in
@@ -23,15 +24,21 @@ import threading
 from typing import Any
 
 from strom.common.tls import InternalTls
-from strom.runtime.network.channels import LocalChannel
-from strom.runtime.network.events import EndOfPartition
+from strom.runtime.network.channels import LocalChannel, PartialBuffer
 from strom.runtime.network.peer_auth import DATA
 from strom.runtime.network.secure_connections import secure_accept
-from strom.runtime.network.serialization import deserialize_item
+from strom.runtime.network.serialization import (
+    BARRIER_SIZE,
+    CHECKPOINT_BARRIER_TAG,
+    END_OF_PARTITION_TAG,
+    deserialize_item,
+)
 from strom.runtime.network.tcp_protocol import (
     FRAME_CANCEL,
     FRAME_CREDIT,
     FRAME_ITEM,
+    FRAME_PART,
+    FRAME_PRIORITY,
     HEADER,
     HEADER_SIZE,
     MAX_FRAME_BYTES,
@@ -286,8 +293,11 @@ class _InboundConnection:
         gate = channel.gate
         cond = gate.cond
         queue = channel.queue
+        costs = channel.costs
         capacity = channel.capacity
         ended = False
+        continuing = False  # the previous frame was a fragment: this one continues its batch
+        eop = bytes([END_OF_PARTITION_TAG])
         try:
             # hot path: one iteration per buffer received
             while True:
@@ -297,7 +307,11 @@ class _InboundConnection:
                         self._fail(channel, f"producer {self.peer} closed the connection before end of partition")
                     return
                 kind, n = unpack(head)
-                if kind != FRAME_ITEM:
+                if kind == FRAME_PRIORITY:
+                    if not self._read_priority(channel, read, n):
+                        return
+                    continue
+                if kind != FRAME_ITEM and kind != FRAME_PART:
                     if kind == FRAME_CANCEL:
                         self._fail(channel, f"producer {self.peer} was cancelled", cancelled=True)
                     else:
@@ -311,14 +325,22 @@ class _InboundConnection:
                 if len(payload) < n:
                     self._fail(channel, f"producer {self.peer} closed the connection in the middle of a buffer")
                     return
-                item = deserialize_item(payload)
+                if kind == FRAME_ITEM:
+                    item: object = payload
+                    ended = not continuing and payload == eop
+                    continuing = False
+                else:
+                    item = PartialBuffer(payload)
+                    continuing = True
                 with cond:
-                    if len(queue) >= capacity:
+                    if channel.queued >= capacity:
                         # cannot happen with a correct producer: it sends only with credit
                         overflow = True
                     else:
                         overflow = False
                         queue.append(item)
+                        costs.append(1)
+                        channel.queued += 1
                         gate.pending += 1
                         self.received += 1
                         channel.bytes_received += n + 5  # payload and frame header
@@ -326,14 +348,24 @@ class _InboundConnection:
                 if overflow:
                     self._fail(channel, f"protocol error: {self.peer} sent beyond its {capacity} credits")
                     return
-                if type(item) is EndOfPartition:
-                    ended = True
         except OSError as e:
             self._fail(channel, f"connection to producer {self.peer} lost: {e}")
         except Exception as e:  # noqa: BLE001 - a frame that does not decode fails the channel, with its cause
             self._fail(channel, f"cannot read a buffer from {self.peer}: {type(e).__name__}: {e}")
         finally:
             reader.close()
+
+    def _read_priority(self, channel: LocalChannel, read: Any, n: int) -> bool:
+        """An unaligned checkpoint barrier: decoded here (a fixed-size event, never a pickle) and put
+        at the head of the queue without credit. False when the frame is not one (the channel failed)."""
+        payload = read(n) if n == BARRIER_SIZE else b""
+        if len(payload) != BARRIER_SIZE or payload[0] != CHECKPOINT_BARRIER_TAG:
+            self._fail(channel, f"protocol error: a priority frame from {self.peer} is not a checkpoint barrier")
+            return False
+        barrier = deserialize_item(payload)
+        with channel.gate.cond:
+            channel.gate.insert_priority(channel, barrier)
+        return True
 
     def _fail(self, channel: LocalChannel, reason: str, *, cancelled: bool = False) -> None:
         if self.forgotten:
@@ -342,6 +374,7 @@ class _InboundConnection:
         with gate.cond:
             # one item past capacity at most: the connection ends here
             channel.queue.append(ChannelFailure(str(self.channel_id), reason, cancelled))
+            channel.costs.append(0)
             gate.pending += 1
             gate.cond.notify_all()
 

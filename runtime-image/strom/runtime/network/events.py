@@ -32,6 +32,12 @@ class CheckpointBarrier:
 
     checkpoint_id: int
     timestamp: int  # when the coordinator triggered the checkpoint, epoch milliseconds
+    # Unaligned (Flink's priority barrier): it overtakes the buffers queued before it, which are stored
+    # with the checkpoint as channel state. Savepoints and aligned checkpoints: False.
+    unaligned: bool = False
+    # An aligned barrier of a checkpoint that may become unaligned: the alignment timeout, measured from
+    # `timestamp` (execution.checkpointing.aligned-checkpoint-timeout); -1: stays aligned (savepoints).
+    alignment_timeout_ms: int = -1
 
 
 END_OF_PARTITION = EndOfPartition()

@@ -1,8 +1,11 @@
 """Record writers: partition a producer's records over its output channels, in buffers.
 
 One writer per non-chained output edge. Records are appended to a per-channel buffer
-that is sent when it holds `buffer_records` records, on flush (buffer timeout, idle
-task, before every event), so events never overtake records.
+that is sent when full, on flush (buffer timeout, idle task, before every event), so events
+never overtake records. Full means one network buffer of serialized bytes
+(`taskmanager.memory.segment-size`, by the sampled size of a record: `network_memory`) or
+`buffer_records` records, whichever comes first; so a writer holds about one segment per channel
+whatever the record size, and a record larger than a segment goes alone (spanning buffers).
 """
 
 from __future__ import annotations
@@ -13,6 +16,11 @@ from typing import Any
 
 from strom.common.key_groups import KeyGroupAssigner
 from strom.runtime.network.events import END_OF_PARTITION
+from strom.runtime.network.network_memory import RecordSizeEstimator
+
+
+def _copy(column: list[Any] | None) -> list[Any] | None:
+    return list(column) if column is not None else None
 
 
 class RecordWriter:
@@ -27,11 +35,14 @@ class RecordWriter:
         max_parallelism: int = 128,
         consumer_parallelism: int = 1,
         subtask_index: int = 0,
+        segment_size: int = 32 * 1024,
     ) -> None:
         self.channels = channels
         self.kind = kind
         self.n = len(channels)
         self.buffer_records = buffer_records
+        self.segment_size = segment_size
+        self.sizes = RecordSizeEstimator()
         self.key_fn = key_selector.get_key if key_selector is not None else None
         self.partitioner = custom_partitioner
         self.kg = KeyGroupAssigner(max_parallelism)
@@ -51,6 +62,7 @@ class RecordWriter:
         if not n:
             return
         self.records_out += n
+        self.sizes.sample(values)
         if self.n == 1 or self.kind in ("forward", "global"):
             self._append(0, values, timestamps, None)
         elif self.kind == "hash":
@@ -164,16 +176,34 @@ class RecordWriter:
             self._keys[ch] = None
 
     def _send_full(self) -> None:
-        limit = self.buffer_records
+        limit = self.sizes.records_for(self.segment_size, self.buffer_records)
         for ch, buf in enumerate(self._values):
             if len(buf) >= limit:
-                self._send(ch)
+                self._send(ch, limit)
 
-    def _send(self, ch: int) -> None:
+    def _send(self, ch: int, limit: int = 0) -> None:
+        """Send channel `ch`'s buffer, in pieces of at most `limit` records (0: as it is); with a limit,
+        a remainder smaller than the limit stays for the next records."""
         values = self._values[ch]
         if not values:
             return
-        self.channels[ch].put((values, self._ts[ch], self._keys[ch]))
+        ts, keys = self._ts[ch], self._keys[ch]
+        put = self.channels[ch].put
+        record_bytes = self.sizes.record_bytes
+        if limit and len(values) > limit:
+            n = len(values)
+            full = n - n % limit
+            for i in range(0, full, limit):
+                j = i + limit
+                part = (values[i:j], ts[i:j] if ts is not None else None, keys[i:j] if keys is not None else None)
+                put(part, limit * record_bytes)
+            if full < n:
+                self._values[ch] = values[full:]
+                self._ts[ch] = ts[full:] if ts is not None else None
+                self._keys[ch] = keys[full:] if keys is not None else None
+                return
+        else:
+            put((values, ts, keys), len(values) * record_bytes)
         self._values[ch] = []
         self._ts[ch] = None
         self._keys[ch] = None
@@ -187,6 +217,24 @@ class RecordWriter:
         self.flush()
         for c in self.channels:
             c.put(event)
+
+    def broadcast_priority(self, barrier: Any) -> dict[int, Any]:
+        """Send an unaligned checkpoint barrier ahead of the buffered records (Flink's priority event: it
+        jumps to the head of the output queues) and return those records by channel: the output channel
+        state of the checkpoint. They stay buffered and go out after the barrier as usual."""
+        state = {
+            ch: (list(values), _copy(self._ts[ch]), _copy(self._keys[ch]))
+            for ch, values in enumerate(self._values)
+            if values
+        }
+        for c in self.channels:
+            c.put_priority(barrier)
+        return state
+
+    def recover(self, state: dict[int, Any]) -> None:
+        """Before any record: the output channel state of a restored checkpoint goes out first."""
+        for ch, (values, ts, keys) in state.items():
+            self._append(ch, values, ts, keys)
 
     def close(self) -> None:
         self.broadcast_event(END_OF_PARTITION)

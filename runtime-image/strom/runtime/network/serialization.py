@@ -144,7 +144,8 @@ def deserialize_item(data: bytes | memoryview) -> Any:
 WATERMARK_TAG, STREAM_STATUS_TAG, END_OF_PARTITION_TAG, CHECKPOINT_BARRIER_TAG = 0x01, 0x02, 0x03, 0x04
 
 _WATERMARK = struct.Struct("!Bq")
-_BARRIER = struct.Struct("!Bqq")
+_BARRIER = struct.Struct("!Bqq?q")
+BARRIER_SIZE = _BARRIER.size
 _END_OF_PARTITION_BYTES = bytes([END_OF_PARTITION_TAG])
 _IDLE_BYTES = bytes([STREAM_STATUS_TAG, 1])
 _ACTIVE_BYTES = bytes([STREAM_STATUS_TAG, 0])
@@ -162,12 +163,14 @@ def _decode_watermark(data: bytes | memoryview) -> WatermarkEvent:
 
 
 def _encode_barrier(event: CheckpointBarrier) -> bytes:
-    return _BARRIER.pack(CHECKPOINT_BARRIER_TAG, event.checkpoint_id, event.timestamp)
+    return _BARRIER.pack(
+        CHECKPOINT_BARRIER_TAG, event.checkpoint_id, event.timestamp, event.unaligned, event.alignment_timeout_ms
+    )
 
 
 def _decode_barrier(data: bytes | memoryview) -> CheckpointBarrier:
-    _tag, checkpoint_id, timestamp = _BARRIER.unpack_from(data)
-    return CheckpointBarrier(checkpoint_id, timestamp)
+    _tag, checkpoint_id, timestamp, unaligned, timeout = _BARRIER.unpack_from(data)
+    return CheckpointBarrier(checkpoint_id, timestamp, unaligned, timeout)
 
 
 def _decode_stream_status(data: bytes | memoryview) -> StreamStatusEvent:

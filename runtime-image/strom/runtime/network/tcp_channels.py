@@ -4,7 +4,10 @@ A `RemoteOutputChannel` stands where a `LocalChannel` would in a `RecordWriter`:
 buffer or event to a consumer subtask in another process, whose `DataServer` feeds it into the
 consumer's `InputGate`. Flow control is credit-based: the consumer announces how many buffers it has
 room for, `put` sends only while it holds a credit and otherwise blocks (back pressure, measured in
-`back_pressured_ns`). Events take a credit too, so the consumer's queue never exceeds its capacity.
+`back_pressured_ns`). A buffer is at most `segment_size` bytes: a serialized batch larger than that goes
+as several fragments (PART frames, then an ITEM), one credit each, so a record larger than a segment
+spans buffers as in Flink and the consumer holds credits x segment size bytes at most. Events take a
+credit too, so the consumer's queue never exceeds its capacity.
 
 The producer task's own thread reads credit frames, only when it has run out: no extra thread per
 channel, and credits that arrive while it still holds some simply wait in the socket buffer (at most
@@ -29,6 +32,8 @@ from strom.runtime.network.tcp_protocol import (
     FRAME_CANCEL,
     FRAME_CREDIT,
     FRAME_ITEM,
+    FRAME_PART,
+    FRAME_PRIORITY,
     FRAME_REJECT,
     HEADER,
     HEADER_SIZE,
@@ -54,8 +59,10 @@ class RemoteOutputChannel:
         secret: bytes,
         tls: InternalTls | None = None,
         connect_timeout_s: float = 30.0,
+        segment_size: int = 32 * 1024,
     ) -> None:
         self.channel_id = channel_id
+        self.segment_size = segment_size  # the most bytes one buffer (one credit) carries
         self.host = host
         self.port = port
         self.secret = secret  # the cluster secret: both ends prove it before the channel's handshake
@@ -125,12 +132,37 @@ class RemoteOutputChannel:
 
     # -- sending -----------------------------------------------------------------------------------
     # hot path: called per buffer
-    def put(self, item: Any) -> None:
-        """Send a buffer or event; blocks while the consumer has no credit left."""
-        if self.credits == 0:
-            self._await_credit()
+    def put(self, item: Any, size_hint: int = 0) -> None:
+        """Send a batch or event, one segment-sized buffer per credit; blocks while the consumer has no
+        credit left. (`size_hint` is for in-process channels; here the serialized size is known.)"""
         data = serialize_item(item)
-        header = HEADER.pack(FRAME_ITEM, len(data))
+        segment = self.segment_size
+        if len(data) <= segment:
+            self._send_buffer(FRAME_ITEM, data)
+        else:
+            view = memoryview(data)
+            last = (len(data) - 1) // segment * segment
+            for start in range(0, last, segment):
+                self._send_buffer(FRAME_PART, view[start : start + segment])
+            self._send_buffer(FRAME_ITEM, view[last:])
+        if type(item) is EndOfPartition:
+            self._finished = True
+            try:
+                self._sock.shutdown(socket.SHUT_WR)  # type: ignore[union-attr]  # FIN after the last frame
+            except OSError:
+                pass
+
+    def put_priority(self, barrier: Any) -> None:
+        """Send an unaligned checkpoint barrier now, without credit: the consumer puts it at the head of
+        its queue (the buffers it overtakes are stored with the checkpoint)."""
+        if self._sock is None:
+            self.connect()
+        self._send_buffer(FRAME_PRIORITY, serialize_item(barrier), credit=False)
+
+    def _send_buffer(self, kind: int, data: bytes | memoryview, *, credit: bool = True) -> None:
+        if credit and self.credits == 0:
+            self._await_credit()
+        header = HEADER.pack(kind, len(data))
         total = HEADER_SIZE + len(data)
         with self._send_lock:
             if self._aborted.is_set():
@@ -140,17 +172,12 @@ class RemoteOutputChannel:
             try:
                 sent = sock.sendmsg([header, data])  # one syscall, no header+payload copy
                 if sent < total:
-                    sock.sendall(memoryview(header + data)[sent:])
+                    sock.sendall((header + bytes(data))[sent:])
             except OSError as e:
                 raise self._lost(e) from e
-        self.credits -= 1
+        if credit:
+            self.credits -= 1
         self.bytes_sent += total
-        if type(item) is EndOfPartition:
-            self._finished = True
-            try:
-                sock.shutdown(socket.SHUT_WR)  # FIN after the last frame; credits may still arrive
-            except OSError:
-                pass
 
     def _await_credit(self) -> None:
         if self._aborted.is_set():

@@ -4,14 +4,20 @@ A producer subtask opens one TCP connection per channel and starts it with a han
 channel (`MAGIC`, version, length-prefixed `ChannelId`). After that both directions carry frames
 with a 5-byte header `[kind u8][value u32]`:
 
-  producer -> consumer   ITEM    value = payload length, then a `serialize_item` payload
+  producer -> consumer   ITEM    value = payload length, then a `serialize_item` payload, or the last
+                                 fragment of one
+                         PART    value = fragment length, then a fragment of a `serialize_item` payload
+                                 that continues in the next frame (a batch larger than a segment)
+                         PRIORITY value = payload length, then an unaligned checkpoint barrier: it takes
+                                 no credit and goes to the head of the consumer's queue
                          CANCEL  value = 0: the producer task was cancelled
   consumer -> producer   CREDIT  value = number of buffers the consumer has room for (added up)
                          REJECT  value = length of a utf-8 reason that follows; the connection closes
 
-A producer sends an ITEM only while it holds a credit, so the consumer's queue never holds more than
-the channel's capacity. A connection that ends before the END_OF_PARTITION item, or breaks, reaches
-the consumer task as a `ChannelFailure` item in its queue.
+A producer sends an ITEM or PART (a network buffer, at most `taskmanager.memory.segment-size` bytes)
+only while it holds a credit, so the consumer's queue never holds more than the channel's capacity.
+A connection that ends before the END_OF_PARTITION item, or breaks, reaches the consumer task as a
+`ChannelFailure` item in its queue.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ VERSION = 1
 HEADER = struct.Struct("!BI")
 HEADER_SIZE = HEADER.size
 
-FRAME_ITEM, FRAME_CANCEL = 1, 2
+FRAME_ITEM, FRAME_CANCEL, FRAME_PART, FRAME_PRIORITY = 1, 2, 3, 4
 FRAME_CREDIT, FRAME_REJECT = 1, 2
 
 MAX_FRAME_BYTES = 1 << 30  # a longer frame means a corrupt stream, not a big buffer

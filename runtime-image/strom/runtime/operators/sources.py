@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from strom.common import config_options as opts
+from strom.common.record_size import RecordSizeEstimator
 from strom.connectors.base import SourceReaderContext
 from strom.runtime.operators.base import StreamOperator
 from strom.runtime.operators.watermarks import WatermarkEmitter
@@ -100,7 +101,12 @@ class SourceOperator(StreamOperator):
             restore(self._restored_position)
         # Readers of timestamped records (SourceFunction's collect_with_timestamp) expose them per batch.
         self._timestamped = hasattr(self.reader, "last_timestamps")
-        self.batch_size = ctx.config.get(opts.BUFFER_RECORDS) if ctx.config is not None else 1024
+        # a batch is at most one network buffer of bytes (by the size of the last batch's first record)
+        # and at most buffer-records records, so a chain's batches do not grow with the record size
+        self.max_batch = ctx.config.get(opts.BUFFER_RECORDS) if ctx.config is not None else 1024
+        self.batch_bytes = ctx.config.get(opts.SEGMENT_SIZE) if ctx.config is not None else 32 * 1024
+        self.sizes = RecordSizeEstimator()
+        self.batch_size = 1  # until the first record is sized
         self.emitter = WatermarkEmitter(
             self.params["watermark_strategy"], self.output, ctx.processing_time_service, ctx.config
         )
@@ -116,6 +122,8 @@ class SourceOperator(StreamOperator):
             return None
         if not batch:
             return False
+        self.sizes.sample(batch)
+        self.batch_size = self.sizes.records_for(self.batch_bytes, self.max_batch)
         if self._convert is not None and not getattr(self.params["source"], "converts_types", False):
             conv = self._convert
             batch = [conv(v) for v in batch]

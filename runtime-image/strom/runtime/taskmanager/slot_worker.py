@@ -23,6 +23,7 @@ import cloudpickle
 from strom.common import config_options as opts
 from strom.common.tls import InternalTls, StoreSettings, internal_contexts
 from strom.graph.job_graph import create_job_graph
+from strom.runtime.checkpoint.channel_state import restore_channel_state
 from strom.runtime.checkpoint.memory_storage import JobManagerCheckpointStorage
 from strom.runtime.checkpoint.metadata import read_metadata
 from strom.runtime.checkpoint.options import snapshot_staging_dir
@@ -104,7 +105,9 @@ class SlotWorker:
             elif isinstance(msg, TriggerCheckpoint):
                 for task in self.tasks.get((msg.job_id, msg.attempt), ()):
                     if task.gate is None:  # sources start it; barriers carry it to the rest
-                        task.submit(partial(task.trigger_checkpoint, msg.checkpoint_id, msg.timestamp, msg.stop))
+                        task.submit(
+                            partial(task.trigger_checkpoint, msg.checkpoint_id, msg.timestamp, msg.stop, msg.savepoint)
+                        )
             elif isinstance(msg, NotifyCheckpointComplete):
                 for task in self.tasks.get((msg.job_id, msg.attempt), ()):
                     task.submit(partial(task.notify_checkpoint_complete, msg.checkpoint_id))
@@ -125,10 +128,11 @@ class SlotWorker:
         try:
             graph = cloudpickle.loads(msg.payload)
             job_graph = create_job_graph(graph)
+            segment_size = graph.config.get(opts.SEGMENT_SIZE)
             remote = RemoteChannels(
                 expect=lambda key, ch: self.data_server.expect(ChannelId(*key), ch),
                 connect=lambda key, host, port: RemoteOutputChannel(
-                    ChannelId(*key), host, port, secret=self.secret, tls=self.tls
+                    ChannelId(*key), host, port, secret=self.secret, tls=self.tls, segment_size=segment_size
                 ),
                 locations=msg.locations,
             )
@@ -153,6 +157,7 @@ class SlotWorker:
                 metadata = read_metadata(storage, msg.restore.directory)
                 operators = (op for ev in built for op in ev.task.operators)
                 restore_operators(storage, msg.restore.directory, metadata, operators)
+                restore_channel_state(storage, msg.restore.directory, metadata, (ev.task for ev in built))
         except BaseException:  # noqa: BLE001 - a deployment that cannot be built fails its tasks
             import traceback
 

@@ -11,6 +11,13 @@ other tasks when the barrier aligned on their inputs (`barrier_alignment`). The 
 forwards the barrier, copies its operators' state (the synchronous part) and hands the
 copies to its `CheckpointResponder`, which serializes, uploads and acknowledges off the
 task thread.
+
+Unaligned checkpoints (`execution.checkpointing.unaligned.enabled`, EXACTLY_ONCE, never savepoints):
+the barrier overtakes the records buffered in the task's writers (Flink's priority event) and in
+its input queues; the task snapshots on the first barrier, and hands the snapshot over once the
+in-flight data of every input is known (`BarrierAligner`), with that data and the overtaken output
+records as the task's channel state. A restored task puts its channel state back first: input
+channel state in front of its queues, output channel state into its writers (`recover_channel_state`).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from strom.common import config_options as opts
 from strom.common.key_groups import KeyGroupRange
 from strom.common.time import MIN_WATERMARK
 from strom.datastream.functions import CheckpointListener
+from strom.runtime.checkpoint.channel_state import ChannelState
 from strom.runtime.network.channels import InputGate, TaskCancelledError
 from strom.runtime.network.events import CheckpointBarrier, EndOfPartition, StreamStatusEvent, WatermarkEvent
 from strom.runtime.network.tcp_protocol import ChannelFailure
@@ -47,6 +55,8 @@ CREATED, DEPLOYING, RUNNING, FINISHED, CANCELING, CANCELED, FAILED = (
     "FAILED",
 )
 
+_PROMOTE_INTERVAL_S = 0.02
+
 # One operator's synchronous snapshot with what the metadata needs to address it.
 OperatorSnapshotItem = tuple[OperatorSnapshot, int, KeyGroupRange]  # (snapshot, max parallelism, key groups)
 
@@ -54,7 +64,13 @@ OperatorSnapshotItem = tuple[OperatorSnapshot, int, KeyGroupRange]  # (snapshot,
 class CheckpointResponder(Protocol):
     """Takes a task's synchronous snapshots; writes them and acknowledges off the task thread."""
 
-    def snapshot_taken(self, task_key: Any, checkpoint_id: int, items: list[OperatorSnapshotItem]) -> None: ...
+    def snapshot_taken(
+        self,
+        task_key: Any,
+        checkpoint_id: int,
+        items: list[OperatorSnapshotItem],
+        channel_state: ChannelState | None = None,
+    ) -> None: ...
 
 
 class StreamTask:
@@ -102,6 +118,8 @@ class StreamTask:
         # stop-with-savepoint of a source task: the savepoint's id and mode while it is pending
         self._stop_savepoint: tuple[int, str] | None = None
         self._drained = False
+        # an unaligned snapshot waiting for its input channel state: (checkpoint id, items, output state)
+        self._unaligned: tuple[int, list[OperatorSnapshotItem], dict[int, Any]] | None = None
         self.thread = threading.Thread(target=self.run, name=f"{name} ({subtask_index + 1}/{parallelism})", daemon=True)
 
     @property
@@ -125,7 +143,7 @@ class StreamTask:
         self.checkpoint_key = key
 
     # -- checkpoints (all in the task thread, through the mailbox or the input loop) ------------------
-    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, stop: str = "") -> None:
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, stop: str = "", savepoint: bool = False) -> None:
         """A source task starts checkpoint `checkpoint_id` (a mailbox action from the coordinator).
 
         `stop` makes it Flink's synchronous stop-with-savepoint: the source emits nothing after the
@@ -137,7 +155,8 @@ class StreamTask:
             return
         if stop == "drain":
             self.head.finish_input()
-        self._checkpoint(CheckpointBarrier(checkpoint_id, timestamp))
+        unaligned, timeout = (False, -1) if savepoint or stop else barrier_alignment(self.config)
+        self._checkpoint(CheckpointBarrier(checkpoint_id, timestamp, unaligned, timeout))
         if stop:
             self._stop_savepoint = (checkpoint_id, stop)
 
@@ -151,14 +170,50 @@ class StreamTask:
         cid, ts = barrier.checkpoint_id, barrier.timestamp
         for op in self.operators:
             op.prepare_snapshot_pre_barrier(cid)
-        for w in self.writers:
-            w.broadcast_event(barrier)  # flushes first: the records before the barrier go before it
+        output: dict[int, Any] = {}
+        if barrier.unaligned:
+            for i, w in enumerate(self.writers):
+                # the barrier jumps ahead of the records buffered in the writer: they are channel state
+                overtaken = w.broadcast_priority(barrier)
+                if overtaken:
+                    output[i] = overtaken
+        else:
+            for w in self.writers:
+                w.broadcast_event(barrier)  # flushes first: the records before the barrier go before it
         items: list[OperatorSnapshotItem] = []
         for op in self.operators:
             ctx = op.ctx
             snapshot = snapshot_operator(op, checkpoint_id=cid, checkpoint_timestamp=ts)
             items.append((snapshot, ctx.max_parallelism, ctx.key_group_range))
-        responder.snapshot_taken(self.checkpoint_key, cid, items)
+        if not barrier.unaligned:
+            responder.snapshot_taken(self.checkpoint_key, cid, items)
+            return
+        self._unaligned = (cid, items, output)
+        if self.gate is None:
+            self._channel_state_complete(cid, {})
+
+    def _channel_state_complete(self, checkpoint_id: int, inputs: dict[int, list[Any]]) -> None:
+        """The in-flight input data of unaligned checkpoint `checkpoint_id` is known: hand the snapshot over."""
+        pending = self._unaligned
+        if pending is None or pending[0] != checkpoint_id or self.checkpoint_responder is None:
+            return
+        self._unaligned = None
+        _cid, items, output = pending
+        state = ChannelState(inputs=inputs, outputs=output) if inputs or output else None
+        self.checkpoint_responder.snapshot_taken(self.checkpoint_key, checkpoint_id, items, state)
+
+    def recover_channel_state(self, state: ChannelState) -> None:
+        """Before the task starts: in-flight data of the restored checkpoint goes first, input channel
+        state ahead of anything the producers send, output channel state ahead of any new record."""
+        gate = self.gate
+        for index, items in state.inputs.items():
+            if gate is None or index >= len(gate.channels):
+                raise RuntimeError(f"{self.display_name}: the checkpoint has in-flight data of input channel {index}")
+            gate.recover(gate.channels[index], items)
+        for index, buffered in state.outputs.items():
+            if index >= len(self.writers):
+                raise RuntimeError(f"{self.display_name}: the checkpoint has in-flight data of output {index}")
+            self.writers[index].recover(buffered)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Mailbox action: the checkpoint completed; functions implementing CheckpointListener hear it."""
@@ -174,6 +229,8 @@ class StreamTask:
         """Mailbox action: the checkpoint was abandoned; stop aligning it and tell the listeners."""
         if self.aligner is not None:
             self.aligner.abort(checkpoint_id)
+        if self._unaligned is not None and self._unaligned[0] == checkpoint_id:
+            self._unaligned = None
         if self._stop_savepoint is not None and self._stop_savepoint[0] == checkpoint_id:
             self._stop_savepoint = None  # the stop failed: the job goes on, as in Flink
         for op in self.operators:
@@ -331,8 +388,19 @@ class StreamTask:
             in_wms[inp] = MIN_WATERMARK
         mode = self.config.get(opts.CHECKPOINT_MODE) if self.config is not None else "EXACTLY_ONCE"
         aligner = self.aligner = BarrierAligner(gate, exactly_once=mode == "EXACTLY_ONCE")
+        # aligned barriers that may turn unaligned are looked for in the queues now and then
+        promote = barrier_alignment(self.config)[1] >= 0
+        last_promote = 0.0
         while open_inputs:
             self._run_mailbox()
+            if promote and (now_s := time.monotonic()) - last_promote >= _PROMOTE_INTERVAL_S:
+                last_promote = now_s
+                gate.promote_overdue_barriers(time.time() * 1000)
+            if aligner.current >= 0:
+                due = aligner.check_timeout()  # an aligned checkpoint that may switch to unaligned
+                if due is not None:
+                    self._checkpoint(due)
+                    self._take_channel_state(aligner)
             got = poll(0)
             if got is None:
                 self._flush()
@@ -372,11 +440,13 @@ class StreamTask:
                 due = aligner.on_barrier(ch, item)
                 if due is not None:
                     self._checkpoint(due)
+                self._take_channel_state(aligner)
             elif type(item) is EndOfPartition:
                 ch.finished = True
                 due = aligner.on_channel_finished(ch)
                 if due is not None:
                     self._checkpoint(due)
+                self._take_channel_state(aligner)
                 wm = valves[inp].channel_finished(local_index[ch.index])
                 if wm is not None:
                     in_wms[inp] = wm
@@ -389,3 +459,19 @@ class StreamTask:
                 raise item.to_exception()  # a remote producer is gone: fail (or cancel) this task
             else:
                 raise TypeError(f"unexpected item on channel: {item!r}")
+
+    def _take_channel_state(self, aligner: BarrierAligner) -> None:
+        done = aligner.take_channel_state()
+        if done is not None:
+            self._channel_state_complete(*done)
+
+
+def barrier_alignment(config: Any) -> tuple[bool, int]:
+    """How a source task's checkpoint barriers go: (unaligned, alignment timeout in ms or -1). Unaligned
+    checkpoints need EXACTLY_ONCE; with an aligned-checkpoint-timeout they start aligned."""
+    if config is None or not config.get(opts.UNALIGNED_CHECKPOINTS):
+        return False, -1
+    if config.get(opts.CHECKPOINT_MODE) != "EXACTLY_ONCE":
+        return False, -1
+    timeout = int(config.get(opts.ALIGNED_CHECKPOINT_TIMEOUT))
+    return (True, -1) if timeout <= 0 else (False, timeout)
