@@ -125,7 +125,9 @@ def test_deleting_a_flinkjob_removes_everything_it_owns_after_a_final_savepoint(
     prefix = path.removeprefix(f"s3://{platform.s3.bucket}/").rstrip("/")
     assert prefix.startswith(f"{name}/savepoints/")
     assert f"{prefix}/_metadata" in platform.s3_keys(prefix + "/"), "the final savepoint is not in S3"
-    if platform.kubelet is not None:  # no process of the job is left
+    # wait_gone waited for the owned Pods too; a Pod object goes only once its processes ended (graceful
+    # termination: SIGTERM, terminationGracePeriodSeconds, SIGKILL), on a cluster as with the process kubelet
+    if platform.kubelet is not None:  # so no process of the job is left
         assert not platform.kubelet.pids_of(f"{name}-jobmanager") and not platform.kubelet.pids_of(
             f"{name}-taskmanager")
     # the output is an exact prefix of the reference: the records before the savepoint, each once

@@ -17,6 +17,11 @@ but as plain JSON storage. What the operator and kopf rely on and kmock does not
   say). Lists are atomic (a real server merges list-maps such as containers by their keys), no
   `managedFields` are stored or served, and conflicts are never reported (as with `force=true`);
 * garbage collection: deleting an object deletes its dependents (by `ownerReferences` uid);
+* graceful deletion of a Pod bound to a node (`spec.nodeName`), as a real server does it: a delete
+  (or the garbage collector) only marks it (`deletionTimestamp`, `deletionGracePeriodSeconds` from the
+  request, else the pod's `terminationGracePeriodSeconds`, else 30); it goes once its kubelet, having
+  ended its processes, deletes it with `gracePeriodSeconds: 0`. So a Pod object outlives its processes,
+  never the other way round;
 * for tests that count or refuse what a client asks: `served`, every request as it arrives
   (method, path, query, User-Agent: kopf's watches tell themselves from the operator's own calls),
   and `refuse`, a test's rule answering a request with an error status as RBAC or admission would;
@@ -223,6 +228,10 @@ class StromKubernetesEmulator(kmock.KubernetesEmulator):
     async def _handle_request(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
         if request.resource is None:
             return await super()._handle(request)
+        if request.action == enums.action.DELETE and request.name is not None and _is_pods(request.resource):
+            marked = await self._delete_gracefully(request)
+            if marked is not None:
+                return marked
         if request.method == enums.method.PUT and request.name is not None:
             request = await self._put_as_patch(request)
         applied: tuple[tuple[Any, ...], dict[tuple[str, ...], Any]] | None = None
@@ -350,19 +359,43 @@ class StromKubernetesEmulator(kmock.KubernetesEmulator):
         ops.append({"op": "add", "path": "/metadata/resourceVersion", "value": str(next(self._versions))})
         return self._evolve(request, data=ops)
 
+    async def _delete_gracefully(self, request: rendering.Request) -> aiohttp.web.StreamResponse | None:
+        """A delete of a Pod bound to a node: marked, not removed (see the module docstring); None when it
+        is removed now (not bound, gracePeriodSeconds 0: the kubelet's confirmation) or does not exist."""
+        grace = (request.data or {}).get("gracePeriodSeconds") if isinstance(request.data, Mapping) else None
+        async with self._lock:
+            stored = self._stored(request)
+            if stored is None or not (stored.raw.get("spec") or {}).get("nodeName") or grace == 0:
+                return None
+            if not stored.raw.get("metadata", {}).get("deletionTimestamp"):
+                await self._mark_for_deletion(request.resource, stored, grace)
+            return aiohttp.web.json_response(stored.raw)
+
+    async def _mark_for_deletion(self, resource: Any, stored: Any, grace: Any = None) -> None:
+        """Called with the lock held: the Pod's deletion starts; its kubelet ends it."""
+        if grace is None:
+            grace = (stored.raw.get("spec") or {}).get("terminationGracePeriodSeconds", DEFAULT_GRACE_S)
+        stored.patch({"metadata": {"deletionTimestamp": _now(), "deletionGracePeriodSeconds": int(grace),
+                                   "resourceVersion": str(next(self._versions))}})
+        await self._buses[resource].put({"type": "MODIFIED", "object": stored.raw})
+
     async def _collect_garbage(self) -> None:
-        """Delete every object whose owners are all gone, until none is left (cascading)."""
+        """Delete every object whose owners are all gone, until none is left (cascading); a Pod bound to a
+        node is deleted gracefully (marked; its kubelet removes it once its processes ended)."""
         while True:
             async with self._lock:
                 alive = {o.raw.get("metadata", {}).get("uid") for o in self._objects.values() if not o.deleted}
                 orphans = []
                 for key, obj in self._objects.items():
-                    if obj.deleted:
+                    if obj.deleted or obj.raw.get("metadata", {}).get("deletionTimestamp"):
                         continue
                     owners = [r.get("uid") for r in obj.raw.get("metadata", {}).get("ownerReferences") or ()]
                     if owners and not any(uid in alive for uid in owners):
                         orphans.append((key, obj))
                 for (resource, _, _), obj in orphans:
+                    if _is_pods(resource) and (obj.raw.get("spec") or {}).get("nodeName"):
+                        await self._mark_for_deletion(resource, obj)
+                        continue
                     raw = obj.raw
                     obj.delete()
                     await self._buses[resource].put({"type": "DELETED", "object": raw})
@@ -387,6 +420,13 @@ class StromKubernetesEmulator(kmock.KubernetesEmulator):
                 if not _selector_matches(selector, labels):
                     continue
             yield event
+
+
+DEFAULT_GRACE_S = 30  # Kubernetes' default terminationGracePeriodSeconds
+
+
+def _is_pods(resource: Any) -> bool:
+    return getattr(resource, "plural", None) == "pods" and not getattr(resource, "group", "")
 
 
 def _as_json(headers: Mapping[str, str]) -> dict[str, str]:

@@ -56,6 +56,12 @@ Spark driver from its driver Pod:
 * replica changes add or remove pods (the newest go first) without touching the others; a
   template change replaces all pods (Recreate: the old ones are gone before new ones start);
   a deleted Pod object is replaced; a deleted Deployment takes its processes with it;
+* a pod ends as Kubernetes ends one (graceful termination): SIGTERM to its container's process
+  group, up to `terminationGracePeriodSeconds` (default 30; a deletion's `deletionGracePeriodSeconds`
+  wins) for the processes to exit, then SIGKILL to the group; its Pod object goes only after every
+  process of the group is gone (the emulator marks a deleted Pod, k8s_emulator.py, and the kubelet
+  deletes it with grace period 0 once its processes ended, as a real server and kubelet do). While a
+  pod terminates, `pids_of` still lists it;
 * bare Pods (`bare_pods=True`): every Pod that no Deployment owns and whose first container has a
   `command` runs once, with the same command, env and ConfigMap-volume resolution and a network
   of its own, and its `restartPolicy` decides what follows an exit: Never ends the pod (phase
@@ -130,7 +136,8 @@ from tests.operator.pod_network import container_ports, hosts_entries, probe, pr
 ROOT = Path(__file__).resolve().parents[2]
 POLL_S = 0.2
 BACKOFF_RESET_S = 60.0  # a container that ran this long starts its back-off over (Kubernetes: 10 min)
-TERMINATION_GRACE_S = 15.0  # Kubernetes' terminationGracePeriodSeconds default is 30 s
+DEFAULT_GRACE_S = 30.0  # Kubernetes' default terminationGracePeriodSeconds
+GROUP_EXIT_WAIT_S = 10.0  # after SIGKILL: how long until the group's last process is gone (reaped)
 TERMINATION_LOG_LINES, TERMINATION_LOG_BYTES = 80, 2048  # the kubelet's FallbackToLogsOnError tail
 LOCAL_SPARK_MASTER = "local[2]"
 NODE_NAME = "process-kubelet"  # spec.nodeName of the pods it runs
@@ -164,6 +171,7 @@ class PodProcess:
     log_path: Path
     container: str = "main"  # the container's name, for its containerStatuses entry
     restart_policy: str = "Always"  # Always | OnFailure | Never (a Deployment's pods: Always)
+    grace_s: float = DEFAULT_GRACE_S  # terminationGracePeriodSeconds (a deletion's own period replaces it)
     fallback_to_logs: bool = False  # terminationMessagePolicy FallbackToLogsOnError
     uid: str = ""  # a bare Pod's uid: a Pod deleted and created again under its name is another pod
     owner: str = ""  # node mode: the Deployment whose ReplicaSet owns the Pod
@@ -239,6 +247,7 @@ class ProcessKubelet:
         self.realized: dict[str, Realized] = {}
         self.bare_pods = bare_pods
         self.bare: dict[str, PodProcess] = {}  # Pods no Deployment owns, by name
+        self.terminating: list[PodProcess] = []  # pods whose processes are being ended (still listed by pids_of)
         self.urls: dict[str, str] = {}  # "namespace/service" -> REST URL, as written to url_map
         self.names: dict[str, list[str]] = {}  # pod IP -> Service names, as in every pod's hosts file
         self.errors: list[str] = []
@@ -300,7 +309,8 @@ class ProcessKubelet:
         with self._lock:
             realized = self.realized.get(deployment)
             pods = list(realized.pods) if realized is not None else []
-            return pods + [p for p in self.bare.values() if p.owner == deployment and p.owner]
+            owned = [*self.bare.values(), *self.terminating]
+            return pods + [p for p in owned if p.owner == deployment and p.owner and p not in pods]
 
     def pids_of(self, deployment: str) -> list[int]:
         """The process ids of the deployment's running containers (the process group leaders)."""
@@ -332,7 +342,10 @@ class ProcessKubelet:
         # Pods before Deployments: a Deployment deleted in between is then seen gone, never as one
         # whose pods vanished (which would start a replacement pod from the deleted template).
         pods = await kube.list("Pod", self.namespace)
-        pod_names = {p["metadata"]["name"] for p in pods}
+        # a Pod being deleted (deletionTimestamp) counts as gone: its processes end, then its object goes
+        marked = {p["metadata"]["name"]: p for p in pods if p["metadata"].get("deletionTimestamp")}
+        pod_names = {p["metadata"]["name"] for p in pods} - set(marked)
+        self._take_deletion_grace(marked)
         deployments = {d["metadata"]["name"]: d for d in await kube.list("Deployment", self.namespace)}
         services = await kube.list("Service", self.namespace)
         # Deleted Deployments, and replaced ones (Recreate: old pods gone before new ones start), all
@@ -361,6 +374,18 @@ class ProcessKubelet:
             await self._report_deployment(kube, d, realized)
         for pod in list(self.bare.values()):
             await self._report_pod(kube, pod)
+        running = {p.name for p in self._all_pods()}
+        for name, obj in marked.items():
+            if name not in running:  # its processes have ended (or never ran here): the deletion completes
+                await self._confirm_deletion(kube, obj)
+
+    def _take_deletion_grace(self, marked: dict[str, dict[str, Any]]) -> None:
+        """A deletion's own grace period (deletionGracePeriodSeconds) for the pods it ends."""
+        with self._lock:
+            for pod in self._all_pods():
+                obj = marked.get(pod.name)
+                if obj is not None and obj["metadata"].get("deletionGracePeriodSeconds") is not None:
+                    pod.grace_s = float(obj["metadata"]["deletionGracePeriodSeconds"])
 
     async def _sync_bare_pods(self, kube: KubeApi, pods: list[dict[str, Any]]) -> None:
         """Run the Pods no Deployment owns, once each (their restartPolicy decides what follows an exit)."""
@@ -388,6 +413,7 @@ class ProcessKubelet:
         replicasets = await kube.request("GET", f"/apis/apps/v1/namespaces/{self.namespace}/replicasets")
         deployment_of = {rs["metadata"]["name"]: _owner(rs, "Deployment") for rs in replicasets.get("items") or ()}
         ours = {p["metadata"]["name"]: p for p in pods if _runs_here(p, bare_pods=self.bare_pods)}
+        self._take_deletion_grace({n: p for n, p in ours.items() if p["metadata"].get("deletionTimestamp")})
         for name, pod in list(self.bare.items()):
             obj = ours.get(name)
             if obj is None or obj["metadata"]["uid"] != pod.uid or obj["metadata"].get("deletionTimestamp"):
@@ -457,6 +483,7 @@ class ProcessKubelet:
             self._counter += 1
             name = f"{deployment['metadata']['name']}-{self._counter:04d}"
             pod = self._new_pod(name, template["spec"], template["metadata"].get("labels") or {})
+            pod.owner = deployment["metadata"]["name"]
             try:
                 created = await kube.create(_pod_object(self.namespace, name, deployment))
             except BaseException:
@@ -472,6 +499,7 @@ class ProcessKubelet:
         container = spec["containers"][0]
         pod = PodProcess(name, self.work_dir / f"{name}.log", container=container.get("name", "main"),
                          restart_policy=spec.get("restartPolicy") or "Always",
+                         grace_s=float(spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE_S)),
                          fallback_to_logs=container.get("terminationMessagePolicy") == "FallbackToLogsOnError",
                          uid=uid, labels=dict(labels), ports=container_ports(container),
                          readiness_probe=container.get("readinessProbe"))
@@ -776,15 +804,23 @@ class ProcessKubelet:
 
     def _discard(self, pods: list[PodProcess]) -> None:
         """Terminate the pods' containers, then remove their network namespaces (their IPs are free again)."""
-        _terminate(pods)
+        with self._lock:
+            self.terminating.extend(pods)
+        try:
+            _terminate(pods)
+        finally:
+            with self._lock:
+                self.terminating[:] = [p for p in self.terminating if p not in pods]
         for pod in pods:
             if pod.host is not None and self.network is not None:
                 self.network.remove_host(pod.host)
             pod.host = None
 
     async def _delete_pod(self, kube: KubeApi, name: str) -> None:
+        """Its processes have ended (the kubelet terminated them): the Pod object goes now (grace period 0)."""
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
         try:
-            await kube.delete("Pod", self.namespace, name)
+            await kube.request("DELETE", f"/api/v1/namespaces/{self.namespace}/pods/{name}", body=body)
         except KubeApiError as e:
             if e.status != 404:
                 raise
@@ -859,25 +895,46 @@ def _kill_group(pid: int) -> None:
 
 
 def _terminate(pods: list[PodProcess]) -> None:
-    """SIGTERM each container's process group, wait the grace period, then SIGKILL what is left."""
-    procs = [p.proc for p in pods if p.proc is not None]
-    for proc in procs:
+    """Kubernetes' graceful termination: SIGTERM to each container's process group, up to the pod's grace
+    period for its processes to exit, then SIGKILL to the group; returns once no process of any group is
+    left (a Pod object may go only then)."""
+    procs = [(p.proc, p.grace_s) for p in pods if p.proc is not None]
+    started = time.monotonic()
+    for proc, _ in procs:
         if proc.poll() is None:
             try:
                 os.killpg(proc.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
-    deadline = time.monotonic() + TERMINATION_GRACE_S
-    for proc in procs:
-        try:
-            proc.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            pass
+    for proc, grace_s in procs:
+        deadline = started + grace_s
+        while proc.poll() is None and time.monotonic() < deadline:  # the leader first: it is our child
+            time.sleep(0.05)
+        while _group_alive(proc.pid) and time.monotonic() < deadline:  # then what it started
+            time.sleep(0.05)
         _kill_group(proc.pid)
         if proc.poll() is None:
-            proc.wait(10)
+            proc.wait(GROUP_EXIT_WAIT_S)
+        gone = time.monotonic() + GROUP_EXIT_WAIT_S
+        while _group_alive(proc.pid) and time.monotonic() < gone:  # SIGKILLed children, until reaped
+            time.sleep(0.05)
     for pod in pods:
         pod.proc = None
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of the group is still there (not a zombie: one that has exited is gone)."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != b"Z":  # stat: state, ppid, pgrp, ...
+            return True
+    return False
 
 
 def _fingerprint(deployment: dict[str, Any]) -> str:
