@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import threading
 from functools import partial
 from typing import Any
@@ -242,6 +243,9 @@ def worker_main(
 ) -> None:
     """Entry point of the worker process (multiprocessing spawn target). `tls_settings` are the
     TaskManager's internal TLS settings (contexts cannot be pickled; the material is read again here)."""
+    # Ctrl-C reaches the whole foreground process group: the TaskManager stops its slots (Shutdown, or
+    # the pipe's end when it is gone), so a slot never prints a KeyboardInterrupt traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(
         level=log_level, format=f"%(asctime)s slot-{slot_index} pid-{os.getpid()} %(levelname)s %(message)s"
     )
