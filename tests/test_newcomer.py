@@ -94,6 +94,7 @@ def test_the_readme_commands_run_without_a_traceback(tmp_path):
             pass
     assert proc.returncode == 0, f"a README block failed (exit {proc.returncode}):\n{output[-6000:]}"
     assert "Traceback" not in output, output
+    assert "overrides" not in output, output  # no README command runs in another mode than it says
     # the restored job went on from the savepoint's totals: a user's first window holds 3 or 4 clicks
     # (10 per second, users i % 3), so a total of 4 or less appears once per user unless state was lost
     totals: dict[str, list[int]] = {}

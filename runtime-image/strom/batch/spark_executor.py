@@ -14,6 +14,7 @@ persisted so that its user functions run once.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -67,7 +68,10 @@ def write_printed(texts: list[str], out: Any = None) -> None:
             stream.write(text)
         stream.flush()
     except BrokenPipeError:
-        pass  # the reader went away (`| head`): what it wanted it has
+        # the reader went away (`| head`): what it wanted it has; point the descriptor at /dev/null so
+        # that the interpreter's final flush does not fail either (as the print sink does)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
 
 
 def _target_partition(target: int) -> int:
