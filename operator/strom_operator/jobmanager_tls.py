@@ -122,6 +122,21 @@ class SecretSource(Protocol):
     async def get(self, namespace: str, name: str) -> dict[str, Any] | None: ...
 
 
+def tls_possible(registry: JobManagerTls, ref: FlinkJobRef, *specs: Mapping[str, Any] | None) -> bool:
+    """Whether the JobManager may run with TLS: one of `specs` (last reconciled, last stable) has it on, or
+    the operator speaks TLS to it now. Otherwise there is no Deployment to look at (no extra read per pass
+    for the jobs without TLS)."""
+    if registry.target(ref.namespace, ref.name) is not None:
+        return True
+    for spec in specs:
+        try:
+            if spec is not None and FlinkJobSpec.from_dict(spec).security.tls.enabled:
+                return True
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+    return False
+
+
 def deployed_with_tls(deployment: Mapping[str, Any] | None) -> bool:
     """Whether the JobManager Deployment was built with spec.security.tls (its annotation: the operator's
     watch keeps a Deployment's metadata and status, not its pod template)."""

@@ -52,7 +52,7 @@ from strom_operator.ha_data import (
     read_checkpoint_pointers,
 )
 from strom_operator.jobmanager_client import JobManagerClient, JobManagerError, JobManagerUnreachable
-from strom_operator.jobmanager_tls import follow_deployed_tls
+from strom_operator.jobmanager_tls import follow_deployed_tls, tls_possible
 from strom_operator.kube_api import KubeApi, KubeApiError
 from strom_operator.labels import FlinkJobRef, jobmanager_name, taskmanager_name
 from strom_operator.lifecycle import next_step
@@ -367,9 +367,11 @@ class Reconciler:
 
     async def _jobmanager_tls(self, ref: FlinkJobRef, status: FlinkJobStatus) -> None:
         """https with the job's certificate while its JobManager runs with TLS (jobmanager_tls.py)."""
-        deployments, _ = await self.observer.owned_objects(ref)
-        await follow_deployed_tls(self.observer.endpoints.tls, self.secrets, ref, deployments[0],
-                                  status.reconciliation.last_reconciled_spec)
+        rec, tls = status.reconciliation, self.observer.endpoints.tls
+        jobmanager = None
+        if tls_possible(tls, ref, rec.last_reconciled_spec, rec.last_stable_spec):
+            jobmanager = (await self.observer.owned_objects(ref))[0][0]
+        await follow_deployed_tls(tls, self.secrets, ref, jobmanager, rec.last_reconciled_spec)
 
     async def _send_savepoint(self, ref: FlinkJobRef, body: Mapping[str, Any], spec: FlinkJobSpec,
                               step: TriggerSavepoint | StopWithSavepoint) -> None:

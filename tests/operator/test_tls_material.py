@@ -21,7 +21,7 @@ from strom_operator.action_failures import TlsSecretPending
 from strom_operator.endpoints import JobManagerEndpoints
 from strom_operator.jobmanager import build_jobmanager_deployment
 from strom_operator.jobmanager_client import JobManagerUnreachable, RestJobManagerClient
-from strom_operator.jobmanager_tls import client_context, deployed_with_tls, follow_deployed_tls
+from strom_operator.jobmanager_tls import client_context, deployed_with_tls, follow_deployed_tls, tls_possible
 from strom_operator.labels import FlinkJobRef
 from strom_operator.owned_objects import index_entry
 from strom_operator.tls_secret import generated_tls_secret
@@ -275,3 +275,12 @@ def test_https_follows_the_jobmanager_that_runs_not_the_spec_an_upgrade_heads_fo
                                            (tls_jm, make_spec(), "https"), (None, TLS_SPEC, "http")):
         asyncio.run(follow_deployed_tls(endpoints.tls, Secrets(secret), REF, jobmanager, reconciled.to_dict()))
         assert endpoints.url(REF).startswith(f"{scheme}://wordcount-jobmanager.streams.svc:8081")
+
+
+def test_only_a_job_that_may_run_tls_costs_a_look_at_its_deployment(secret):
+    endpoints = JobManagerEndpoints("")
+    plain, tls = make_spec().to_dict(), TLS_SPEC.to_dict()
+    assert not tls_possible(endpoints.tls, REF, plain, plain) and not tls_possible(endpoints.tls, REF, None, None)
+    assert tls_possible(endpoints.tls, REF, tls, plain) and tls_possible(endpoints.tls, REF, plain, tls)
+    asyncio.run(follow_deployed_tls(endpoints.tls, Secrets(secret), REF, *_deployed()))
+    assert tls_possible(endpoints.tls, REF, plain, plain)  # speaking TLS now: look until that JobManager goes
