@@ -99,3 +99,26 @@ def test_sigterm_suspends_the_job_and_the_next_jobmanager_recovers_it_from_its_c
             if process is not None:
                 process.wait(30)
                 process.kill_leftovers()
+
+
+def test_a_session_jobmanager_and_its_taskmanager_stop_within_seconds_on_sigterm(tmp_path):
+    jm = StromProcess("jobmanager", "-D", "rest.port=0", "-D", "jobmanager.rpc.port=0",
+                      "-D", "metrics.reporter.prom.port=0", cwd=tmp_path)
+    tm = None
+    try:
+        rpc_port, rest_port = _ports(jm)
+        tm = StromProcess("taskmanager", "--jobmanager", f"127.0.0.1:{rpc_port}", "-D", "metrics.reporter.prom.port=0",
+                          cwd=tmp_path)
+        wait_until(lambda: _get(rest_port, "/overview")["taskmanagers"] == 1, timeout=60, what="TaskManager registered")
+        for process, name in ((tm, "TaskManager"), (jm, "JobManager")):
+            sent = time.monotonic()
+            process.signal_command(signal.SIGTERM)
+            assert process.wait(PROMPT_EXIT_S * 3) == 143, process.err()
+            took = time.monotonic() - sent
+            assert took < PROMPT_EXIT_S, f"the {name} took {took:.1f} s to stop on SIGTERM"
+            assert "Traceback" not in process.err(), process.err()
+            assert process.kill_leftovers() == [], f"the {name} left processes behind"
+    finally:
+        for process in (tm, jm):
+            if process is not None:
+                process.kill_leftovers()

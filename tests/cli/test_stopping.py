@@ -81,3 +81,15 @@ def test_sigterm_to_a_taskmanager_stops_its_slot_processes(tmp_path):
         tm.kill_leftovers()
     assert left == []
     assert "Traceback" not in tm.err(), tm.err()
+
+
+def test_a_killed_strom_run_takes_its_taskmanager_and_slot_processes_with_it(tmp_path, endless_job):
+    """SIGKILL (the OOM killer, kill -9) runs no handler: the kernel's parent-death signal ends the
+    TaskManager, which stops its slot processes."""
+    run = _start_running(tmp_path, str(endless_job))
+    try:
+        run.signal_command(signal.SIGKILL)
+        assert run.wait(30) == -signal.SIGKILL
+        wait_until(lambda: not marked_pids(run.mark), timeout=30, what="no process of the killed strom run left")
+    finally:
+        run.kill_leftovers()

@@ -36,6 +36,7 @@ from strom.cli import (
     parse_run_args,
     syntax_error_line,
 )
+from strom.cli_help import EXIT_CODES
 from strom.client.rest_client import RestClient, RestClientError, parse_address
 from strom.common.config_options import ConfigError
 from strom.common.configuration import Configuration
@@ -158,7 +159,7 @@ def _command(name: str, body: Callable[[ClientOptions, TextIO, TextIO], int]) ->
             print(f"strom {name}: error: {e}", file=err)
             return EXIT_USAGE
         if options.help:
-            print(USAGE, file=out, end="")
+            print(USAGE + "\n" + EXIT_CODES, file=out, end="")
             return EXIT_OK
         try:
             return body(options, out, err)

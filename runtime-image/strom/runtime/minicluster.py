@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -90,6 +91,28 @@ class ClusterJobClient:
     get_job_execution_result = wait
 
 
+def _terminate_with_parent(parent_pid: int) -> Any:
+    """A preexec_fn: SIGTERM to the child when the thread that started it ends (on Linux: PR_SET_PDEATHSIG;
+    the mini-cluster starts TaskManagers from the main thread, which lives as long as the process)."""
+    if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
+        return None  # the signal follows the starting thread: only the main thread lives as long as we do
+
+    import ctypes
+    import signal
+
+    # resolved here: the child runs between fork and exec, where importing (a lock another thread may
+    # hold) could deadlock
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    pr_set_pdeathsig, sigterm = 1, int(signal.SIGTERM)
+
+    def set_parent_death_signal() -> None:
+        prctl(pr_set_pdeathsig, sigterm, 0, 0, 0)
+        if os.getppid() != parent_pid:  # the parent died before the call: the signal would never come
+            os.kill(os.getpid(), sigterm)
+
+    return set_parent_death_signal
+
+
 class MiniCluster:
     def __init__(self, config: Any, *, taskmanagers: int | None = None, log_level: str = "WARNING") -> None:
         from strom.runtime.jobmanager.process import JobManagerThread
@@ -147,7 +170,9 @@ class MiniCluster:
         env = dict(os.environ, **self.child_env)
         here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join([here, *sys.path])
-        proc = subprocess.Popen(cmd, env=env)
+        # the TaskManager ends with this process even when it is killed outright (SIGKILL, OOM killer): no
+        # signal handler runs then, so the kernel sends the TaskManager SIGTERM (Linux's parent-death signal)
+        proc = subprocess.Popen(cmd, env=env, preexec_fn=_terminate_with_parent(os.getpid()))
         self.processes.append(proc)
         self.started_slots += slots
         return proc
