@@ -189,6 +189,36 @@ def test_a_priority_barrier_over_tcp_needs_no_credit_and_overtakes_the_queue():
         out.abort()
 
 
+# -- where channel state is kept ----------------------------------------------------------------------
+def test_channel_state_files_are_in_the_metadata_and_restore_only_at_their_parallelism(tmp_path: Path):
+    from types import SimpleNamespace
+
+    from strom.runtime.checkpoint.channel_state import ChannelState, encode_channel_state, read_channel_state
+    from strom.runtime.checkpoint.metadata import (
+        CheckpointMetadata,
+        OperatorSnapshotRef,
+        decode_metadata,
+        encode_metadata,
+    )
+    from strom.runtime.checkpoint.storage import checkpoint_storage_for
+    from strom.runtime.state.snapshots import StateRestoreError
+
+    ref = OperatorSnapshotRef(128, 2, operator_state={0: "map-0", 1: "map-1"}, channel_state={1: "map-1.channels"})
+    metadata = decode_metadata(encode_metadata(CheckpointMetadata(5, "job", 0, False, {"map": ref})))
+    assert metadata.operators["map"].channel_state == {1: "map-1.channels"}
+    assert "map-1.channels" in metadata.files()  # retention and disposal see it
+    storage = checkpoint_storage_for(tmp_path.as_uri())
+    state = ChannelState(inputs={0: [batch(1)]}, outputs={0: {1: ([2], None, None)}})
+    storage.write_bytes("chk-5/map-1.channels", encode_channel_state(state))
+    same = SimpleNamespace(parallelism=2, subtask_index=1)
+    assert read_channel_state(storage, "chk-5", metadata, "map", same) == state
+    other = SimpleNamespace(parallelism=2, subtask_index=0)  # subtask 0 had no in-flight data
+    assert read_channel_state(storage, "chk-5", metadata, "map", other) is None
+    with pytest.raises(StateRestoreError) as e:
+        read_channel_state(storage, "chk-5", metadata, "map", SimpleNamespace(parallelism=3, subtask_index=1))
+    assert "\n" not in str(e.value) and "'map'" in str(e.value) and "parallelism 2" in str(e.value)
+
+
 # -- a job: exactly once across a failure, with in-flight data in the checkpoints -----------------
 COUNT = 4000
 KEYS = 7
