@@ -141,7 +141,7 @@ def run_stage(spec: StageSpec, index: int, batches: Iterable[Batch]) -> Iterator
             op.open()
         for node, op in zip(spec.nodes, ops, strict=True):
             if is_stdout_print(node):
-                op._stream = PrintedText(items)  # opened on sys.stdout; the driver prints instead
+                op.redirect(PrintedText(items))  # opened on sys.stdout; the driver prints instead
     except StageFailure:
         raise
     except Exception as e:

@@ -31,6 +31,11 @@ class PrintSinkOperator(StreamOperator):
             self._prefix = ""
         self._stream = sys.stderr if self.params.get("stderr") else sys.stdout
 
+    def redirect(self, stream: Any) -> None:
+        """Write to `stream` (a file-like with write and flush) instead: BATCH mode on Spark sends
+        the lines back to the driver, whose stdout is the user's."""
+        self._stream = stream
+
     def process_batch(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
         prefix = self._prefix
         text = "".join(f"{prefix}{v}\n" for v in values)
