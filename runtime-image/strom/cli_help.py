@@ -92,7 +92,8 @@ the TaskManagers that register (start them with `strom taskmanager --jobmanager 
 and exit with the job's outcome. While it waits for slots it says how many at INFO. With high
 availability (high-availability.type) a JobManager that restarts takes the job over from its
 latest checkpoint. SIGTERM suspends the job (its checkpoints and HA data stay, as in Flink) and
-exits 143 within seconds.
+exits 143 within seconds. With execution.shutdown-on-application-finish: false it serves REST after
+the job until SIGTERM, then exits with the job's outcome.
 
   --job JOB.py            application mode: the job file (or module:NAME) to run
   -D key=value            set a configuration option; repeatable

@@ -144,7 +144,10 @@ def run_jobmanager(
             code = run_job(job, list(job_args), config, executor=executor, interrupted="the job was suspended")
         if not config.get(opts.SHUTDOWN_ON_APPLICATION_FINISH):
             log.info("Application finished (exit status %d); serving until terminated", code)
-            threading.Event().wait()
+            try:
+                threading.Event().wait()
+            except KeyboardInterrupt:  # the end of serving, not of the job: the exit status stays the job's
+                log.info("stopped by a signal after the application finished")
         return code
     finally:
         jmt.stop()
