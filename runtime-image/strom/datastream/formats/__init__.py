@@ -1,0 +1,1 @@
+"""Formats of records in external systems (`pyflink.datastream.formats`)."""

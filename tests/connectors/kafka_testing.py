@@ -1,0 +1,131 @@
+"""A Kafka for the tests: librdkafka's mock cluster in its own process, or a real cluster.
+
+With STROM_TEST_KAFKA_BOOTSTRAP=host:port every Kafka test runs against that cluster instead
+(topics are created through the Admin API with unique names, so runs do not see each other).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+REAL_BOOTSTRAP = os.environ.get("STROM_TEST_KAFKA_BOOTSTRAP")
+
+
+class KafkaCluster:
+    """What a test needs: the bootstrap address and topic creation."""
+
+    def __init__(self, bootstrap: str, proc: subprocess.Popen[str] | None) -> None:
+        self.bootstrap = bootstrap
+        self._proc = proc
+        self.is_mock = proc is not None
+
+    def new_topic(self, partitions: int, prefix: str = "t") -> str:
+        name = f"{prefix}-{uuid.uuid4().hex[:10]}"
+        if self._proc is not None:
+            assert self._proc.stdin is not None and self._proc.stdout is not None
+            self._proc.stdin.write(f"create {name} {partitions}\n")
+            self._proc.stdin.flush()
+            answer = self._proc.stdout.readline().strip()
+            assert answer == "ok", answer
+        else:
+            futures = AdminClient({"bootstrap.servers": self.bootstrap}).create_topics(
+                [NewTopic(name, partitions, 1)], request_timeout=30
+            )
+            for f in futures.values():
+                f.result(timeout=30)
+        return name
+
+    def close(self) -> None:
+        if self._proc is not None:
+            assert self._proc.stdin is not None
+            self._proc.stdin.close()  # --exit-on-eof
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+
+
+def start_cluster() -> KafkaCluster:
+    if REAL_BOOTSTRAP:
+        return KafkaCluster(REAL_BOOTSTRAP, None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "strom.connectors.kafka.mock_cluster", "--exit-on-eof"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    bootstrap = proc.stdout.readline().strip()
+    if not bootstrap:
+        proc.kill()
+        raise RuntimeError("the Kafka mock cluster did not start")
+    return KafkaCluster(bootstrap, proc)
+
+
+def produce(bootstrap: str, topic: str, records: list[tuple[int | None, bytes | None, bytes]], **conf: Any) -> None:
+    """(partition, key, value) records, each acknowledged."""
+    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 3, **conf})
+    for partition, key, value in records:
+        kwargs = {} if partition is None else {"partition": partition}
+        producer.produce(topic, value, key, **kwargs)
+    assert producer.flush(30) == 0
+
+
+def consume_all(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    *,
+    expect: int | None = None,
+    timeout: float = 20.0,
+    isolation: str = "read_committed",
+) -> list[Any]:
+    """Every record of `topic` from the beginning up to the end offsets at the time of the call (or
+    until `expect` records arrived), as confluent-kafka Messages."""
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-{uuid.uuid4().hex[:8]}",
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+            "log_level": 3,
+        }
+    )
+    tps = [TopicPartition(topic, p, 0) for p in range(partitions)]
+    ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
+    c.assign(tps)
+    out: list[Any] = []
+    done: dict[int, int] = {p: 0 for p in range(partitions)}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if expect is None and all(done[p] >= ends[p] for p in done):
+            break
+        if expect is not None and len(out) >= expect:
+            break
+        for m in c.consume(500, 0.2):
+            if m.error() is None:
+                out.append(m)
+                done[m.partition()] = m.offset() + 1
+    c.close()
+    return out
+
+
+@pytest.fixture(scope="module", name="kafka")
+def kafka_fixture() -> Iterator[KafkaCluster]:
+    """A Kafka per test module (import this fixture into the module)."""
+    cluster = start_cluster()
+    try:
+        yield cluster
+    finally:
+        cluster.close()
