@@ -134,6 +134,17 @@ class SourceOperator(StreamOperator):
     def finish_input(self) -> None:
         self.emitter.emit_final()
 
+    # a reader may follow checkpoints (e.g. Kafka commits the offsets of a completed one to its group)
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        prepare = getattr(self.reader, "prepare_snapshot", None)
+        if prepare is not None:
+            prepare(checkpoint_id)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        notify = getattr(self.reader, "notify_checkpoint_complete", None)
+        if notify is not None:
+            notify(checkpoint_id)
+
     def close(self) -> None:
         self.emitter.stop()
         try:
