@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from strom.common.time import Duration, to_millis
 from strom.common.typeinfo import TypeInformation, check_type_info
+from strom.connectors.sink_base import Sink
 from strom.datastream.functions import (
     BroadcastProcessFunction,
     CoFlatMapFunction,
@@ -270,6 +271,8 @@ class DataStream:
         )
 
     def add_sink(self, sink_func: Any) -> DataStreamSink:
+        if isinstance(sink_func, Sink):
+            return self.sink_to(sink_func)  # PyFlink's JdbcSink.sink(...) goes to add_sink; here it is a Sink
         return self._sink("Sink: Unnamed", OperatorDescriptor("sink_function", as_sink_function(sink_func)))
 
     def sink_to(self, sink: Any) -> DataStreamSink:
