@@ -32,6 +32,10 @@ IN = TypeVar("IN")
 OUT = TypeVar("OUT")
 KEY = TypeVar("KEY")
 ACC = TypeVar("ACC")
+IN1 = TypeVar("IN1")
+IN2 = TypeVar("IN2")
+W = TypeVar("W")  # the window type
+W2 = TypeVar("W2")  # the window type of a Context (PyFlink declares Contexts generic on their own)
 
 
 class TimeDomain:
@@ -331,7 +335,12 @@ class CoGroupFunction(Function):
         """All elements of both inputs for a key and window."""
 
 
-class BroadcastProcessFunction(Function):
+class BaseBroadcastProcessFunction(Function):
+    """What both broadcast process functions share: their contexts."""
+
+    class BaseContext(BaseContext):
+        pass
+
     class ReadOnlyContext(BaseContext):
         @abstractmethod
         def get_broadcast_state(self, state_descriptor: MapStateDescriptor) -> ReadOnlyBroadcastState:
@@ -342,34 +351,46 @@ class BroadcastProcessFunction(Function):
         def get_broadcast_state(self, state_descriptor: MapStateDescriptor) -> BroadcastState:
             """Writable broadcast state."""
 
+
+class BroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[IN1, IN2, OUT]):
     @abstractmethod
-    def process_element(self, value: Any, ctx: Any) -> Iterable[Any] | None:
+    def process_element(self, value: IN1, ctx: Any) -> Iterable[OUT] | None:
         """Element of the non-broadcast input."""
 
     @abstractmethod
-    def process_broadcast_element(self, value: Any, ctx: Any) -> Iterable[Any] | None:
+    def process_broadcast_element(self, value: IN2, ctx: Any) -> Iterable[OUT] | None:
         """Element of the broadcast input."""
 
 
-class KeyedBroadcastProcessFunction(BroadcastProcessFunction):
-    def on_timer(self, timestamp: int, ctx: Any) -> Iterable[Any] | None:
+class KeyedBroadcastProcessFunction(BroadcastProcessFunction, Generic[KEY, IN1, IN2, OUT]):
+    class ReadOnlyContext(BaseBroadcastProcessFunction.ReadOnlyContext):
+        @abstractmethod
+        def get_current_key(self) -> Any:
+            """Key of the current element."""
+
+    class OnTimerContext(ReadOnlyContext):
+        @abstractmethod
+        def time_domain(self) -> int:
+            """TimeDomain of the firing timer."""
+
+    def on_timer(self, timestamp: int, ctx: KeyedBroadcastProcessFunction.OnTimerContext) -> Iterable[OUT] | None:
         return None
 
 
-class WindowFunction(Function):
+class WindowFunction(Function, Generic[IN, OUT, KEY, W]):
     @abstractmethod
     def apply(self, key: Any, window: Any, inputs: Iterable[Any]) -> Iterable[Any]:
         """All elements of a key's window."""
 
 
-class AllWindowFunction(Function):
+class AllWindowFunction(Function, Generic[IN, OUT, W]):
     @abstractmethod
     def apply(self, window: Any, inputs: Iterable[Any]) -> Iterable[Any]:
         """All elements of a window."""
 
 
-class ProcessWindowFunction(Function):
-    class Context(ABC):
+class ProcessWindowFunction(Function, Generic[IN, OUT, KEY, W]):
+    class Context(ABC, Generic[W2]):
         @abstractmethod
         def window(self) -> Any:
             """The window being evaluated."""
@@ -402,7 +423,7 @@ class ProcessWindowFunction(Function):
         pass
 
 
-class ProcessAllWindowFunction(Function):
+class ProcessAllWindowFunction(Function, Generic[IN, OUT, W]):
     Context = ProcessWindowFunction.Context
 
     @abstractmethod

@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from enum import Enum
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from strom.common.time import Duration, to_millis
 from strom.common.typeinfo import TypeInformation
@@ -202,13 +202,21 @@ class AggregatingStateDescriptor(StateDescriptor):
 
 
 # -- state interfaces ----------------------------------------------------------------------------
+# Generic as in PyFlink, so `ValueState[int]` and `MapState[str, int]` annotations work.
+T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
+IN = TypeVar("IN")
+OUT = TypeVar("OUT")
+
+
 class State(ABC):
     @abstractmethod
     def clear(self) -> None:
         """Remove the value of the current key (and namespace)."""
 
 
-class ValueState(State):
+class ValueState(State, Generic[T]):
     @abstractmethod
     def value(self) -> Any:
         """Current value or None."""
@@ -218,7 +226,7 @@ class ValueState(State):
         """Set the value."""
 
 
-class AppendingState(State):
+class AppendingState(State, Generic[IN, OUT]):
     @abstractmethod
     def get(self) -> Any:
         """Current value."""
@@ -228,11 +236,11 @@ class AppendingState(State):
         """Add a value."""
 
 
-class MergingState(AppendingState):
+class MergingState(AppendingState[IN, OUT]):
     pass
 
 
-class ListState(MergingState):
+class ListState(MergingState[T, Iterable[T]]):
     @abstractmethod
     def get(self) -> Iterable[Any]:
         """The list (empty when unset)."""
@@ -246,15 +254,15 @@ class ListState(MergingState):
         """Replace the list."""
 
 
-class ReducingState(MergingState):
+class ReducingState(MergingState[T, T]):
     pass
 
 
-class AggregatingState(MergingState):
+class AggregatingState(MergingState[IN, OUT]):
     pass
 
 
-class MapState(State):
+class MapState(State, Generic[K, V]):
     @abstractmethod
     def get(self, key: Any) -> Any:
         """Value for key, or None."""
@@ -307,7 +315,7 @@ class MapState(State):
         return iter(self.keys())
 
 
-class ReadOnlyBroadcastState(ABC):
+class ReadOnlyBroadcastState(ABC, Generic[K, V]):
     @abstractmethod
     def get(self, key: Any) -> Any:
         """Value for key, or None."""
@@ -333,7 +341,7 @@ class ReadOnlyBroadcastState(ABC):
         """No entries."""
 
 
-class BroadcastState(ReadOnlyBroadcastState):
+class BroadcastState(ReadOnlyBroadcastState[K, V]):
     @abstractmethod
     def put(self, key: Any, value: Any) -> None:
         """Set key to value."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from strom.common.time import Duration, to_millis
 from strom.datastream.state import ValueStateDescriptor
@@ -26,7 +26,12 @@ from strom.datastream.windowing.windows import CountWindow, GlobalWindow, TimeWi
 Size = Duration | int
 
 
-class WindowAssigner(ABC):
+T = TypeVar("T")  # the element type
+W = TypeVar("W")  # the window type
+W2 = TypeVar("W2")
+
+
+class WindowAssigner(ABC, Generic[T, W]):
     """Assigns zero or more windows to an element."""
 
     class WindowAssignerContext(ABC):
@@ -55,8 +60,15 @@ class WindowAssigner(ABC):
         return None
 
 
-class MergingWindowAssigner(WindowAssigner):
+class MergingWindowAssigner(WindowAssigner[T, W]):
     """An assigner whose windows can merge (sessions)."""
+
+    class MergeCallback(ABC, Generic[W2]):
+        """PyFlink's callback shape for merge_windows; Strom passes a plain callable `(merged, result)`."""
+
+        @abstractmethod
+        def merge(self, to_be_merged: Iterable[W2], merge_result: W2) -> None:
+            """Merge `to_be_merged` into `merge_result`."""
 
     @abstractmethod
     def merge_windows(

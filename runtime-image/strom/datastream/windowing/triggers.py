@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from enum import Enum
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from strom.common.time import Duration, to_millis
 from strom.datastream.functions import ReduceFunction
@@ -34,7 +34,11 @@ class TriggerResult(Enum):
         return self.value[1]
 
 
-class Trigger(ABC):
+T = TypeVar("T")  # the element type
+W = TypeVar("W")  # the window type
+
+
+class Trigger(ABC, Generic[T, W]):
     """Decides per element and per timer whether a window fires and/or is purged."""
 
     class TriggerContext(ABC):

@@ -15,6 +15,22 @@ from typing import Any
 MergeFunction = Callable[[Any, list[Any], Any, list[Any]], None]
 
 
+class _MergeCollector:
+    """The callback handed to `merge_windows`: callable as `callback(merged, result)` (Strom's shape) and
+    `callback.merge(merged, result)` (PyFlink's MergingWindowAssigner.MergeCallback), so user assigners
+    written either way work."""
+
+    __slots__ = ("results",)
+
+    def __init__(self) -> None:
+        self.results: list[tuple[Any, list[Any]]] = []
+
+    def merge(self, to_be_merged: Any, merge_result: Any) -> None:
+        self.results.append((merge_result, list(to_be_merged)))
+
+    __call__ = merge
+
+
 class MergingWindowSet:
     def __init__(self, assigner: Any, mapping: dict[Any, Any]) -> None:
         self.assigner = assigner
@@ -30,8 +46,9 @@ class MergingWindowSet:
     def add_window(self, new_window: Any, merge_function: MergeFunction) -> Any:
         """Add `new_window`, merging as the assigner says; return the window it ended up in."""
         candidates = list(self.mapping) + [new_window]
-        merge_results: list[tuple[Any, list[Any]]] = []
-        self.assigner.merge_windows(candidates, lambda merged, result: merge_results.append((result, list(merged))))
+        collector = _MergeCollector()
+        self.assigner.merge_windows(candidates, collector)
+        merge_results = collector.results
 
         result_window = new_window
         merged_new_window = False
