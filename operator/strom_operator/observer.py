@@ -152,6 +152,7 @@ class Observer:
                            for n in (jobmanager_name(ref), taskmanager_name(ref))]
             pods = await self.kube.list("Pod", ref.namespace, labels={"app.kubernetes.io/instance": ref.name,
                                                                        "app.kubernetes.io/name": "strom"})
+            self.owned.compare(ref, deployments, pods)
         pods = [p for p in pods if (p["metadata"].get("labels") or {}).get("app.kubernetes.io/component")
                 in ("jobmanager", "taskmanager") and (p.get("status") or {}).get("phase") not in ("Succeeded",
                                                                                                  "Failed")]

@@ -10,7 +10,11 @@ answer (`None`):
 * not attached: the operator runs without kopf (a test's Reconciler) or no handler has run yet;
 * read-your-writes: after the operator applied (or deleted) the Deployments itself, until the
   watch shows the JobManager Deployment present (or gone); a pass right after a DeployJob must not
-  take a watch event still in flight for "no Deployment".
+  take a watch event still in flight for "no Deployment";
+* not checked lately: kopf re-lists after each watch timeout and learns nothing of an object deleted
+  between a watch's end and the next listing, so the view is trusted only for `resync_s` after the
+  API last showed the same objects (by name; as informers resync): a first look at a FlinkJob, then
+  one every 5 minutes, reads the API; a view that disagrees is not used until it agrees again.
 
 Pure apart from the index objects it reads (kopf.Index: key -> collection of values).
 """
@@ -18,7 +22,8 @@ Pure apart from the index objects it reads (kopf.Index: key -> collection of val
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection, Mapping
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from strom_operator.labels import FlinkJobRef, jobmanager_name, taskmanager_name
@@ -30,6 +35,7 @@ COMPONENT_LABEL = "app.kubernetes.io/component"
 WATCHED_LABELS = {NAME_LABEL: "strom"}
 COMPONENTS = ("jobmanager", "taskmanager")
 
+RESYNC_S = 300.0  # how long the view is trusted without the API showing the same objects
 Key = tuple[str, str]  # (namespace, FlinkJob name)
 Index = Mapping[Key, Collection[Mapping[str, Any]]]
 
@@ -54,10 +60,13 @@ def index_entry(namespace: str | None, body: Mapping[str, Any]) -> dict[Key, dic
 class OwnedObjects:
     """The view the observer reads; `attach` hands it kopf's indexes (the handlers do, each time: cheap)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, resync_s: float = RESYNC_S, clock: Callable[[], float] = time.monotonic) -> None:
         self._deployments: Index | None = None
         self._pods: Index | None = None
         self._expected: dict[Key, bool] = {}  # FlinkJob -> the JobManager Deployment must be there (or not)
+        self._agreed: dict[Key, float] = {}  # FlinkJob -> when the API last showed what the view shows
+        self._resync_s = resync_s
+        self._clock = clock
 
     @property
     def attached(self) -> bool:
@@ -73,12 +82,31 @@ class OwnedObjects:
 
     def forget(self, ref: FlinkJobRef) -> None:
         self._expected.pop((ref.namespace, ref.name), None)
+        self._agreed.pop((ref.namespace, ref.name), None)
+
+    def compare(self, ref: FlinkJobRef, deployments: Iterable[Mapping[str, Any] | None],
+                pods: Iterable[Mapping[str, Any]]) -> bool:
+        """What the API answered in place of the view: the view is trusted again (for `resync_s`) when it
+        shows the same Deployments and pods; otherwise the API keeps answering until it does."""
+        key = (ref.namespace, ref.name)
+        if self._deployments is None or self._pods is None:
+            return False
+        shown = (_names(self._deployments.get(key, ())), _names(self._pods.get(key, ())))
+        answered = (_names(d for d in deployments if d is not None),
+                    _names(p for p in pods if _labels(p).get(COMPONENT_LABEL) in COMPONENTS))
+        if shown == answered:
+            self._agreed[key] = self._clock()
+            return True
+        self._agreed.pop(key, None)
+        return False
 
     def view(self, ref: FlinkJobRef) -> tuple[list[dict[str, Any] | None], list[dict[str, Any]]] | None:
         """([JobManager Deployment, TaskManager Deployment] (None: absent), the pods), or None: ask the API."""
-        if self._deployments is None or self._pods is None:
-            return None
         key = (ref.namespace, ref.name)
+        agreed = self._agreed.get(key)
+        if self._deployments is None or self._pods is None or agreed is None or \
+                self._clock() - agreed > self._resync_s:
+            return None
         by_name = {d["metadata"].get("name"): dict(d) for d in self._deployments.get(key, ())}
         deployments = [by_name.get(jobmanager_name(ref)), by_name.get(taskmanager_name(ref))]
         expected = self._expected.get(key)
@@ -87,3 +115,11 @@ class OwnedObjects:
                 return None  # the watch has not shown the operator's own change yet
             del self._expected[key]
         return deployments, [dict(p) for p in self._pods.get(key, ())]
+
+
+def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def _names(objects: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+    return frozenset((o.get("metadata") or {}).get("name") or "" for o in objects)

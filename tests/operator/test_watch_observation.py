@@ -96,11 +96,12 @@ def test_a_steady_state_pass_reads_the_flinkjob_and_no_deployment_or_pod(k8s: Cl
     reconciler = Reconciler(kube, client, observer)
     observer.owned.attach({}, {})  # primed and empty: no Deployment of this FlinkJob seen yet
     try:
-        # The first pass deploys; the next one reads its own apply from the API, not from the view the
-        # watch has not updated yet (it would say "no Deployment": deploy again).
+        # The first pass looks at the API (the view was never checked against it) and deploys; the next
+        # one reads its own apply from the API, not from the view the watch has not updated yet (it
+        # would say "no Deployment": deploy again).
         k8s.loop.run_until_complete(reconciler.reconcile(k8s.namespace, name))
         jobmanager = f"/apis/apps/v1/namespaces/{k8s.namespace}/deployments/{name}-jobmanager"
-        assert [r[0] for r in kube.log if r[1] == jobmanager] == ["PATCH"]
+        assert [r[0] for r in kube.log if r[1] == jobmanager] == ["GET", "PATCH"]  # a first look: the API
         kube.log.clear()
         k8s.loop.run_until_complete(reconciler.reconcile(k8s.namespace, name))
         assert {r[0] for r in kube.log if r[1] == jobmanager} == {"GET"}  # read, not applied again
@@ -272,11 +273,14 @@ def test_the_index_keeps_a_flinkjobs_jobmanager_and_taskmanager_objects_only() -
 
 def test_the_view_answers_only_once_the_watch_shows_the_operators_own_change() -> None:
     ref = FlinkJobRef("wc", "jobs", "uid-1")
-    owned = OwnedObjects()
+    now = [0.0]
+    owned = OwnedObjects(resync_s=300, clock=lambda: now[0])
     assert owned.view(ref) is None  # not attached: the API answers
     jobmanager = {"metadata": {"name": "wc-jobmanager"}, "status": {}}
     deployments: dict[Any, list[Any]] = {("jobs", "wc"): [jobmanager]}
     owned.attach(deployments, {})
+    assert owned.view(ref) is None  # not yet compared with the API
+    assert owned.compare(ref, [jobmanager, None], [])
     assert owned.view(ref) == ([jobmanager, None], [])
     owned.expect(ref, jobmanager=False)  # the operator deleted the Deployments; the watch has not said so
     assert owned.view(ref) is None
@@ -284,3 +288,25 @@ def test_the_view_answers_only_once_the_watch_shows_the_operators_own_change() -
     assert owned.view(ref) == ([None, None], [])
     deployments[("jobs", "wc")] = [jobmanager]  # someone else's Deployment of that name: no expectation is left
     assert owned.view(ref) == ([jobmanager, None], [])
+
+
+def test_the_view_is_checked_against_the_api_every_resync_and_unused_while_they_disagree() -> None:
+    ref = FlinkJobRef("wc", "jobs", "uid-1")
+    now = [0.0]
+    owned = OwnedObjects(resync_s=300, clock=lambda: now[0])
+    pod = {"metadata": {"name": "wc-taskmanager-1", "labels": {"app.kubernetes.io/component": "taskmanager"}}}
+    pods: dict[Any, list[Any]] = {("jobs", "wc"): [pod]}
+    owned.attach({}, pods)
+    assert owned.compare(ref, [None, None], [pod])
+    now[0] = 300.0
+    assert owned.view(ref) == ([None, None], [pod])
+    now[0] = 300.5  # time for the API again
+    assert owned.view(ref) is None
+    # The pod went while no watch was open: the API does not show it, the index (never told) still does.
+    assert not owned.compare(ref, [None, None], [])
+    assert owned.view(ref) is None  # so the API answers, pass after pass, ...
+    pods.clear()
+    assert owned.compare(ref, [None, None], [])  # ... until the index shows the same
+    assert owned.view(ref) == ([None, None], [])
+    driver = {"metadata": {"name": "wc-driver-1", "labels": {"app.kubernetes.io/component": "driver"}}}
+    assert owned.compare(ref, [None, None], [driver])  # not a JobManager or TaskManager: not compared
