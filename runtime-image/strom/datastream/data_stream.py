@@ -205,6 +205,14 @@ class DataStream:
             return stream
         return BroadcastStream(stream, [broadcast_state_descriptor, *more])
 
+    def project(self, *field_indexes: int) -> DataStream:
+        """PyFlink: "Initiates a Project transformation on a Tuple DataStream"; only tuple streams."""
+        from strom.datastream.projection import Projection, projected_type
+
+        out_type = projected_type(self._t.output_type, tuple(field_indexes))
+        op = OperatorDescriptor("map", Projection(tuple(field_indexes)))
+        return DataStream(self._env, self._one_input("Projection", op, out_type))
+
     # -- combining streams -----------------------------------------------------------------------
     def union(self, *streams: DataStream) -> DataStream:
         t = self._env._new_transformation(name="Union", kind="union", inputs=[self._t] + [s._t for s in streams])
@@ -329,6 +337,20 @@ class DataStreamSink:
         return self
 
 
+class KeyedStreamError(Exception):
+    """A call PyFlink refuses on a KeyedStream (PyFlink raises a plain Exception with the same words)."""
+
+
+_NO_REPARTITION = (
+    "Cannot override partitioning for KeyedStream. Apply an operator after key_by (e.g. map) and re-partition "
+    "its output, or partition before key_by"
+)
+
+
+def _not_on_keyed(what: str, way_out: str) -> str:
+    return f"{what} for KeyedStream is not supported. To do so, {way_out}."
+
+
 class _CallablePartitioner:
     def __init__(self, fn: Callable[[Any, int], int]) -> None:
         self.fn = fn
@@ -360,18 +382,65 @@ class KeyedStream(DataStream):
     def _keyed(self, name: str, operator: OperatorDescriptor, output_type: TypeInformation | None) -> Transformation:
         return self._one_input(name, operator, output_type, key_selectors=(self._key_selector,))
 
-    # property setters act on the operator that produced this stream (Flink forbids them on the
-    # virtual partition, PyFlink forwards them)
+    # A KeyedStream is a virtual partition, not an operator: PyFlink refuses to name or configure it
+    # ("Set name for KeyedStream is not supported.") and to re-partition it ("Cannot override
+    # partitioning for KeyedStream."); Strom refuses the same calls, with the way out in the message.
     def set_parallelism(self, parallelism: int) -> KeyedStream:
-        raise TypeError("set_parallelism() cannot be called on a KeyedStream; set it on the next operator")
+        raise KeyedStreamError(_not_on_keyed("Set parallelism", "set it on the operator after key_by"))
+
+    def set_max_parallelism(self, max_parallelism: int) -> KeyedStream:
+        raise KeyedStreamError(_not_on_keyed("Set max parallelism", "set it on the operator after key_by"))
 
     def name(self, name: str) -> KeyedStream:
-        self._origin.name(name)
-        return self
+        raise KeyedStreamError(_not_on_keyed("Set name", "name the operator before or after key_by"))
+
+    def get_name(self) -> str:
+        raise KeyedStreamError("Get name of KeyedStream is not supported. To do so, ask the operator before key_by.")
 
     def uid(self, uid: str) -> KeyedStream:
-        self._origin.uid(uid)
-        return self
+        raise KeyedStreamError(_not_on_keyed("Set uid", "set it on the operator before or after key_by"))
+
+    def set_uid_hash(self, uid_hash: str) -> KeyedStream:
+        raise KeyedStreamError(_not_on_keyed("Set uid hash", "set it on the operator before or after key_by"))
+
+    def force_non_parallel(self) -> KeyedStream:
+        raise KeyedStreamError(_not_on_keyed("Set force non-parallel", "call it on the operator after key_by"))
+
+    def set_buffer_timeout(self, timeout_millis: int) -> KeyedStream:
+        raise KeyedStreamError(_not_on_keyed("Set buffer timeout", "call it on the operator after key_by"))
+
+    def start_new_chain(self) -> KeyedStream:
+        raise KeyedStreamError(_not_on_keyed("Start new chain", "call it on the operator after key_by"))
+
+    def disable_chaining(self) -> KeyedStream:
+        raise KeyedStreamError(_not_on_keyed("Disable chaining", "call it on the operator after key_by"))
+
+    def slot_sharing_group(self, slot_sharing_group: str | Any) -> KeyedStream:
+        raise KeyedStreamError(
+            "Setting slot sharing group for KeyedStream is not supported. To do so, set it on the operator after "
+            "key_by."
+        )
+
+    def forward(self) -> DataStream:
+        raise KeyedStreamError(_NO_REPARTITION)
+
+    def rebalance(self) -> DataStream:
+        raise KeyedStreamError(_NO_REPARTITION)
+
+    def rescale(self) -> DataStream:
+        raise KeyedStreamError(_NO_REPARTITION)
+
+    def shuffle(self) -> DataStream:
+        raise KeyedStreamError(_NO_REPARTITION)
+
+    def global_(self) -> DataStream:
+        raise KeyedStreamError(_NO_REPARTITION)
+
+    def partition_custom(self, partitioner: Any, key_selector: Any) -> DataStream:
+        raise KeyedStreamError(_NO_REPARTITION)
+
+    def broadcast(self, broadcast_state_descriptor: Any = None, *more: Any) -> Any:
+        raise KeyedStreamError(_NO_REPARTITION)
 
     def map(self, func: Any, output_type: TypeInformation | None = None) -> DataStream:
         return DataStream(self._env, self._keyed("Map", OperatorDescriptor("map", as_map_function(func)), output_type))
