@@ -189,6 +189,37 @@ def test_a_priority_barrier_over_tcp_needs_no_credit_and_overtakes_the_queue():
         out.abort()
 
 
+def test_a_barrier_that_overtakes_a_half_taken_batch_stores_all_its_fragments_and_they_replay_whole():
+    from strom.runtime.network.channels import PartialBuffer
+    from strom.runtime.network.serialization import serialize_item
+
+    big = ([bytes([i]) * 3000 for i in range(4)], None, None)
+    data = serialize_item(big)
+    parts = [data[i : i + 4096] for i in range(0, len(data), 4096)]
+    assert len(parts) == 3
+    gate = InputGate(4096)
+    ch = gate.add_channel(1, 10)
+    ch.put(PartialBuffer(parts[0]))
+    assert gate.poll(0) is None  # the task took the first fragment; the rest has not arrived
+    ch.put(PartialBuffer(parts[1]))
+    ch.put(parts[2])
+    barrier = CheckpointBarrier(2, 0, unaligned=True)
+    ch.put_priority(barrier)
+    got = gate.poll(0)
+    assert got is not None and got[1] == barrier
+    aligner = BarrierAligner(gate, exactly_once=True)
+    aligner.on_barrier(got[0], got[1])
+    _cid, state = aligner.take_channel_state()
+    assert [x.data if type(x) is PartialBuffer else x for x in state[ch.index]] == parts
+    after = gate.poll(0)
+    assert after is not None and after[1] == big  # the task goes on with the batch it had begun
+    restored = InputGate(4096)
+    rch = restored.add_channel(1, 10)
+    restored.recover(rch, state[ch.index])
+    replayed = restored.poll(0)
+    assert replayed is not None and replayed[1] == big  # the replay is the same batch, once
+
+
 # -- where channel state is kept ----------------------------------------------------------------------
 def test_channel_state_files_are_in_the_metadata_and_restore_only_at_their_parallelism(tmp_path: Path):
     from types import SimpleNamespace
