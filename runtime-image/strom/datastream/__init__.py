@@ -1,5 +1,7 @@
 """The DataStream API (`pyflink.datastream`)."""
 
+from strom.datastream.async_data_stream import AsyncDataStream
+from strom.datastream.async_functions import AsyncFunction
 from strom.datastream.data_stream import (
     BroadcastConnectedStream,
     BroadcastStream,
@@ -47,6 +49,8 @@ from strom.datastream.two_phase_commit import TwoPhaseCommitSinkFunction
 from strom.datastream.window import AllWindowedStream, WindowedStream
 
 __all__ = [
+    "AsyncDataStream",
+    "AsyncFunction",
     "AggregateFunction",
     "AllWindowFunction",
     "AllWindowedStream",

@@ -495,3 +495,17 @@ def as_sink_function(fn: Any) -> SinkFunction:
     if not callable(fn):
         raise TypeError(f"add_sink expects a SinkFunction or a callable, got {type(fn).__name__}")
     return _wrap(SinkFunction, "invoke", lambda value, context: fn(value), "add_sink")
+
+
+
+_ASYNC_NAMES = frozenset({"AsyncFunction", "AsyncRetryPredicate", "AsyncRetryStrategy"})
+
+
+def __getattr__(name: str) -> Any:
+    """PyFlink 2.x has AsyncFunction and the retry contracts in this module; they live in async_functions,
+    which subclasses Function from here (so they are looked up lazily, not imported at the top)."""
+    if name in _ASYNC_NAMES:
+        from strom.datastream import async_functions
+
+        return getattr(async_functions, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

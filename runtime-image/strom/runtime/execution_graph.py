@@ -202,6 +202,9 @@ def build_subtasks(
             config=config,
             on_done=on_done,
         )
+        for op in operators:
+            if op.ctx is not None:
+                op.ctx.mailbox = task.submit
         result.append(ExecutionVertex(v, i, task, task_metrics))
     return result
 

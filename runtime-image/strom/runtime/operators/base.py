@@ -8,6 +8,7 @@ timers fire before the watermark is forwarded.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,9 @@ class OperatorContext:
     processing_time_service: Any
     metrics: MetricGroup
     job_parameters: dict[str, str] = field(default_factory=dict)
+    # runs an action in the task thread and wakes the task (StreamTask.submit); set once the task exists.
+    # Operators completing work on other threads (async I/O) hand their results back through it.
+    mailbox: Callable[[Callable[[], None]], None] | None = None
 
     @property
     def key_group_range(self) -> KeyGroupRange:

@@ -31,6 +31,7 @@ _KINDS: dict[str, str] = {
     "interval_join": "strom.runtime.operators.interval_join:IntervalJoinOperator",
     "broadcast_process": "strom.runtime.operators.broadcast:BroadcastProcessOperator",
     "keyed_broadcast_process": "strom.runtime.operators.broadcast:BroadcastProcessOperator",
+    "async_wait": "strom.runtime.operators.async_wait:AsyncWaitOperator",
 }
 
 
