@@ -4,6 +4,7 @@ issuer the deployment waits (Ready=False, TlsCertificatePending) until cert-mana
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import Any
 
@@ -63,7 +64,9 @@ def _reconciler(k8s: Cluster) -> tuple[Reconciler, RecordingKube, EventRecorder]
 def emulated(k8s: Cluster) -> Cluster:
     if not k8s.emulated:
         pytest.skip("a real API server needs cert-manager's CRD, and garbage-collects Secrets of absent owners")
-    return k8s
+    # A namespace of its own: the suite's shared operator (started by earlier tests) watches k8s.namespace and
+    # would reconcile these FlinkJobs too, creating the Secret before the reconciler under test.
+    return dataclasses.replace(k8s, namespace=f"{k8s.namespace}-reconciler-only")
 
 
 def test_the_generated_secret_comes_first_and_is_never_regenerated(emulated: Cluster) -> None:

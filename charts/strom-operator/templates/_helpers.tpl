@@ -86,7 +86,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
   verbs: ["create", "patch"]
-{{- if .Values.certManager.enabled }}
+{{- if (.Values.certManager | default dict).enabled }}
 # spec.security.tls.issuerRef: the cert-manager Certificate whose Secret is <name>-tls (tls_secret.py).
 - apiGroups: ["cert-manager.io"]
   resources: ["certificates"]
