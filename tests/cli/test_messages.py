@@ -180,3 +180,13 @@ def test_cancel_of_a_finished_job_fails_without_claiming_to_cancel_it(tmp_path):
     assert _one_line(result.stderr) == (
         f"strom: error: job {job_id} has already ended (FINISHED); only a running job can be cancelled"
     )
+
+
+def test_a_metrics_port_in_use_is_one_line_naming_its_key_and_the_job_still_runs(tmp_path, busy_port):
+    """As Flink's reporters: a metrics port that cannot be bound costs the metrics, not the job."""
+    result = run_strom("run", WORD_COUNT, "-D", f"metrics.reporter.prom.port={busy_port}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    errors = [line for line in result.stderr.splitlines() if "metrics.reporter.prom.port" in line]
+    assert len(errors) == 1, result.stderr  # the JobManager's (its TaskManagers pick free ports)
+    assert str(busy_port) in errors[0] and "Errno" not in errors[0] and "Traceback" not in result.stderr
+    assert "('to', " in result.stdout  # the word counts were printed

@@ -96,7 +96,7 @@ class JobManager:
             self.metrics_port = start_exporter(self.registry.snapshot, host, port)
             log.info("Prometheus metrics of the JobManager on http://%s:%d/metrics", host, self.metrics_port)
         except OSError as e:
-            log.error("%s; JobManager metrics are not exported", e)
+            log.error("%s; JobManager metrics are not exported", e.strerror or e)  # without "[Errno N]"
 
     # -- lifecycle ----------------------------------------------------------------------------------
     async def start(self) -> None:

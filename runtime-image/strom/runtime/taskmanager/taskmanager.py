@@ -148,7 +148,7 @@ class TaskManager:
             self.metrics_port = start_exporter(self.metrics_snapshot, host, port, tm_id=self.tm_id)
             log.info("Prometheus metrics of %s on http://%s:%d/metrics", self.tm_id, host, self.metrics_port)
         except OSError as e:
-            log.error("%s; TaskManager metrics are not exported", e)
+            log.error("%s; TaskManager metrics are not exported", e.strerror or e)  # without "[Errno N]"
 
     def _report_metrics(self) -> None:
         interval = self.config.get(opts.METRICS_UPDATE_INTERVAL) / 1000.0
