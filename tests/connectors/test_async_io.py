@@ -281,3 +281,24 @@ def test_requests_in_flight_are_in_the_snapshot_and_issued_again_after_a_restore
         o.close()
     assert sorted(first_out.values) == [("done", v) for v in range(6)]
     assert sorted(restored_out.values) == [("done", v) for v in range(6, 10)] and other_out.values == []
+
+
+_hanging_started = threading.Event()
+
+
+class Hanging(AsyncFunction):
+    async def async_invoke(self, value):
+        _hanging_started.set()
+        await asyncio.sleep(3600)
+        return [value]
+
+
+def test_a_cancelled_job_ends_while_its_full_queue_waits_for_a_request_that_never_ends():
+    _hanging_started.clear()
+    env = StreamExecutionEnvironment.get_execution_environment()
+    AsyncDataStream.unordered_wait(numbers(env, 10), Hanging(), 0, 1).add_sink(lambda v: None)
+    client = env.execute_async("hanging")
+    assert _hanging_started.wait(30)
+    client.cancel()
+    with pytest.raises(JobExecutionError, match="cancelled"):
+        client.wait(30)

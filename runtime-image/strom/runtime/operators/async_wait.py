@@ -21,6 +21,7 @@ import threading
 from collections import deque
 from typing import Any
 
+from strom.runtime.network.channels import TaskCancelledError
 from strom.runtime.operators.async_queues import AsyncEntry, OrderedQueue, UnorderedQueue
 from strom.runtime.operators.base import StreamOperator
 
@@ -146,9 +147,15 @@ class AsyncWaitOperator(StreamOperator):
     def _wait_for_completion(self) -> None:
         signal = self._signal
         while not self._completions:
-            signal.wait(1.0)
+            signal.wait(0.2)
             signal.clear()
+            if self._task_cancelled():
+                raise TaskCancelledError()  # a request that never ends must not keep a cancelled task alive
         self._drain()
+
+    def _task_cancelled(self) -> bool:
+        task = getattr(self._mailbox, "__self__", None)  # the mailbox is StreamTask.submit
+        return bool(getattr(task, "cancelled", False))
 
     def _drain_from_mailbox(self) -> None:
         self._wake_pending = False
