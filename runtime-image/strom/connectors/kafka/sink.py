@@ -136,11 +136,12 @@ class KafkaWriter(PrecommittingSinkWriter):
         self._error: BaseException | None = None
         if self._exactly_once:
             sink.check_transaction_timeout(context.config)
-            self._free: list[Any] = []
+            self._free: list[tuple[str, Any]] = []  # (transactional id, producer) without a transaction
             self._next_k = 0
             for _ in range(_FENCE_IDS):  # fences older producers of these ids: their open transactions abort
                 self._free.append(self._new_transactional_producer())
             self._producer: Any = None
+            self._txn_id = ""
             self._records: list[Record] = []
         else:
             try:
@@ -171,7 +172,7 @@ class KafkaWriter(PrecommittingSinkWriter):
         if self._error is not None:
             raise self._error
 
-    def _new_transactional_producer(self) -> Any:
+    def _new_transactional_producer(self) -> tuple[str, Any]:
         kafka = self._kafka
         conf = self._config()
         conf["transactional.id"] = f"{self._sink.transactional_id_prefix}-{self._subtask}-{self._next_k}"
@@ -181,8 +182,7 @@ class KafkaWriter(PrecommittingSinkWriter):
             producer.init_transactions(_TIMEOUT_S)
         except kafka.KafkaException as exc:
             raise unreachable(self._sink.bootstrap_servers, exc) from None
-        producer.transactional_id = conf["transactional.id"]  # type: ignore[attr-defined]
-        return producer
+        return conf["transactional.id"], producer
 
     # -- writing -----------------------------------------------------------------------------------
     def write(self, value: Any, context: Any) -> None:
@@ -190,7 +190,7 @@ class KafkaWriter(PrecommittingSinkWriter):
         topic, key, data, partition = self._sink.serializer.serialize(value)
         ts = context.timestamp()
         if self._exactly_once and self._producer is None:
-            self._producer = self._free.pop() if self._free else self._new_transactional_producer()
+            self._txn_id, self._producer = self._free.pop() if self._free else self._new_transactional_producer()
             self._producer.begin_transaction()
             self._records = []
         kwargs: dict[str, Any] = {"on_delivery": self._on_delivery}
@@ -238,23 +238,20 @@ class KafkaWriter(PrecommittingSinkWriter):
         kafka = self._kafka
         try:
             producer.send_offsets_to_transaction(
-                [_marker_tp(kafka, self._records, seq)], self._marker_group(producer.transactional_id), _TIMEOUT_S
+                [_marker_tp(kafka, self._records, seq)], _group_metadata(self._sink, self._txn_id), _TIMEOUT_S
             )
         except kafka.KafkaException as exc:
             raise unreachable(self._sink.bootstrap_servers, exc) from None
         self._flush()
-        committable = KafkaCommittable(producer.transactional_id, seq, self._records)
+        committable = KafkaCommittable(self._txn_id, seq, self._records)
         with _LIVE_LOCK:
-            _LIVE[producer.transactional_id] = (producer, self)
+            _LIVE[self._txn_id] = (producer, self)
         self._producer, self._records = None, []
         return [committable]
 
-    def _marker_group(self, transactional_id: str) -> Any:
-        return _group_metadata(self._sink, transactional_id)
-
-    def release(self, producer: Any) -> None:
+    def release(self, transactional_id: str, producer: Any) -> None:
         """A committed transaction's producer is free again."""
-        self._free.append(producer)
+        self._free.append((transactional_id, producer))
 
     def close(self) -> None:
         # a failed task's open transaction is not aborted here: the restored subtask fences its id
@@ -268,8 +265,8 @@ class KafkaWriter(PrecommittingSinkWriter):
 _GROUP_CONSUMERS: dict[tuple[str, str], Any] = {}
 
 
-def _group_metadata(sink: KafkaSink, group: str) -> Any:
-    """The consumer group metadata that send_offsets_to_transaction needs, of a consumer never subscribed."""
+def _group_consumer(sink: KafkaSink, group: str) -> Any:
+    """A consumer of the marker group `group`, never subscribed (one per group in this process)."""
     key = (sink.bootstrap_servers, group)
     consumer = _GROUP_CONSUMERS.get(key)
     if consumer is None:
@@ -277,7 +274,12 @@ def _group_metadata(sink: KafkaSink, group: str) -> Any:
         conf = client_config(sink.properties, sink.bootstrap_servers)
         conf.update({"group.id": group, "enable.auto.commit": False})
         consumer = _GROUP_CONSUMERS[key] = kafka.Consumer(conf)
-    return consumer.consumer_group_metadata()
+    return consumer
+
+
+def _group_metadata(sink: KafkaSink, group: str) -> Any:
+    """The consumer group metadata that send_offsets_to_transaction needs."""
+    return _group_consumer(sink, group).consumer_group_metadata()
 
 
 class KafkaCommitter(Committer):
@@ -295,7 +297,8 @@ class KafkaCommitter(Committer):
                     producer.commit_transaction(_TIMEOUT_S)
                 except kafka.KafkaException as exc:
                     raise unreachable(self._sink.bootstrap_servers, exc) from None
-                writer.release(producer)
+                self._store_marker(kafka, c)
+                writer.release(c.transactional_id, producer)
             else:
                 self._recover(kafka, c)
 
@@ -310,17 +313,8 @@ class KafkaCommitter(Committer):
         producer = kafka.Producer(conf)
         try:
             producer.init_transactions(_TIMEOUT_S)
-            consumer = kafka.Consumer(
-                {
-                    **client_config(self._sink.properties, self._sink.bootstrap_servers),
-                    "group.id": c.transactional_id,
-                    "enable.auto.commit": False,
-                }
-            )
-            try:
-                (marker,) = consumer.committed([_marker_tp(kafka, c.records)], timeout=_TIMEOUT_S)
-            finally:
-                consumer.close()
+            consumer = _group_consumer(self._sink, c.transactional_id)
+            (marker,) = consumer.committed([_marker_tp(kafka, c.records)], timeout=_TIMEOUT_S)
             if marker.offset >= c.seq:
                 return  # committed before the failure
             producer.begin_transaction()
@@ -335,6 +329,18 @@ class KafkaCommitter(Committer):
                 [_marker_tp(kafka, c.records, c.seq)], _group_metadata(self._sink, c.transactional_id), _TIMEOUT_S
             )
             producer.commit_transaction(_TIMEOUT_S)
+            self._store_marker(kafka, c)
+        except kafka.KafkaException as exc:
+            raise unreachable(self._sink.bootstrap_servers, exc) from None
+
+    def _store_marker(self, kafka: Any, c: KafkaCommittable) -> None:
+        """The marker again, outside the transaction: the value Kafka already committed with it (a
+        no-op there); librdkafka's mock cluster keeps only such plain offset commits."""
+        if not c.records:
+            return
+        consumer = _group_consumer(self._sink, c.transactional_id)
+        try:
+            consumer.commit(offsets=[_marker_tp(kafka, c.records, c.seq)], asynchronous=False)
         except kafka.KafkaException as exc:
             raise unreachable(self._sink.bootstrap_servers, exc) from None
 
