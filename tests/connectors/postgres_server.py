@@ -20,9 +20,8 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
-
-import psycopg
 
 DSN_ENV = "STROM_TEST_POSTGRES_DSN"
 
@@ -46,7 +45,9 @@ class PostgresServer:
     def jdbc_url(self) -> str:
         return f"jdbc:postgresql://{self.host}:{self.port}/{self.dbname}"
 
-    def connect(self) -> psycopg.Connection:
+    def connect(self) -> Any:
+        import psycopg  # the [test] extra has it; imported here so that other connector tests never need it
+
         return psycopg.connect(self.dsn, autocommit=True)
 
     @staticmethod
@@ -89,7 +90,8 @@ class LocalPostgres:
 
     def __init__(self, bin_dir: str) -> None:
         self.bin_dir = bin_dir
-        self.dir = tempfile.mkdtemp(prefix="strom-pg-")
+        # as root the server runs as nobody, who must reach the directory: /tmp, not a private TMPDIR
+        self.dir = tempfile.mkdtemp(prefix="strom-pg-", dir="/tmp" if os.geteuid() == 0 else None)
         os.chmod(self.dir, 0o755)
         self.data = os.path.join(self.dir, "data")
         self.proc: subprocess.Popen[bytes] | None = None
@@ -99,6 +101,8 @@ class LocalPostgres:
         self.log = os.path.join(self.dir, "server.log")
 
     def start(self, timeout: float = 60) -> PostgresServer:
+        import psycopg
+
         subprocess.run(
             _as_user([os.path.join(self.bin_dir, "initdb"), "-D", self.data, "-U", "postgres", "--auth=trust",
                       "-E", "UTF8", "--no-sync", "--no-instructions"]),
