@@ -20,13 +20,13 @@ from strom.datastream.connectors.datagen import DataGeneratorSource
 from strom.datastream.functions import MapFunction
 from strom.datastream.state import ValueStateDescriptor
 from strom.runtime.checkpoint.metadata import read_metadata
+from strom.runtime.checkpoint.options import barrier_alignment
 from strom.runtime.local_executor import LocalJob
 from strom.runtime.network.channels import InputGate
 from strom.runtime.network.events import CheckpointBarrier
 from strom.runtime.network.record_writer import RecordWriter
 from strom.runtime.network.tcp_channels import ChannelId, DataServer, RemoteOutputChannel
 from strom.runtime.tasks.barrier_alignment import BarrierAligner
-from strom.runtime.tasks.stream_task import barrier_alignment
 
 HOST = "127.0.0.1"
 SECRET = b"a test cluster secret of 32 bytes"

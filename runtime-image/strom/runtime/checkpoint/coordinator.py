@@ -36,7 +36,7 @@ from strom.common.config_options import option
 from strom.common.key_groups import KeyGroupRange
 from strom.runtime.checkpoint.layout import checkpoint_dir
 from strom.runtime.checkpoint.metadata import CheckpointMetadata, OperatorSnapshotRef, read_metadata, write_metadata
-from strom.runtime.checkpoint.options import read_option
+from strom.runtime.checkpoint.options import barrier_alignment, read_option
 from strom.runtime.checkpoint.retention import (
     CompletedCheckpointStore,
     RetainedCheckpoint,
@@ -290,7 +290,8 @@ class CheckpointCoordinator:
             timestamp_ms = int(time.time() * 1000)
             target = self._savepoint_requests.pop(0) if savepoint and self._savepoint_requests else None
             self._pending = PendingCheckpoint(cid, timestamp_ms, self._clock(), set(self._keys), savepoint=target)
-            self.stats.triggered(cid, timestamp_ms, len(self._keys))
+            unaligned = target is None and barrier_alignment(self.config) == (True, -1)
+            self.stats.triggered(cid, timestamp_ms, len(self._keys), unaligned=unaligned)
             gateway.trigger(cid, timestamp_ms, target.stop if target is not None else "", savepoint=target is not None)
             return cid
 
@@ -343,7 +344,8 @@ class CheckpointCoordinator:
         self.consecutive_failures = 0
         self._last_end = self._clock()
         self.completed_ids.append(cid)
-        self.stats.completed(cid, external_path, sum(h.size for h in pending.handles))
+        persisted = sum(h.channel_state_size for h in pending.handles)
+        self.stats.completed(cid, external_path, sum(h.size for h in pending.handles), persisted)
         log.info("completed checkpoint %d of job %s", cid, self.job_id)
         if self._gateway is not None:
             self._gateway.notify_complete(cid)

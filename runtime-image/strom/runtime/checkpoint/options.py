@@ -58,3 +58,14 @@ def takes_snapshots(config: Any) -> bool:
     """Periodic checkpoints are enabled, or savepoints can be staged (Flink takes savepoints of jobs
     without periodic checkpointing too)."""
     return config.get(opts.CHECKPOINT_INTERVAL) > 0 or bool(snapshot_staging_dir(config))
+
+
+def barrier_alignment(config: Any) -> tuple[bool, int]:
+    """How a source task's checkpoint barriers go: (unaligned, alignment timeout in ms or -1). Unaligned
+    checkpoints need EXACTLY_ONCE; with an aligned-checkpoint-timeout they start aligned."""
+    if config is None or not config.get(opts.UNALIGNED_CHECKPOINTS):
+        return False, -1
+    if config.get(opts.CHECKPOINT_MODE) != "EXACTLY_ONCE":
+        return False, -1
+    timeout = int(config.get(opts.ALIGNED_CHECKPOINT_TIMEOUT))
+    return (True, -1) if timeout <= 0 else (False, timeout)

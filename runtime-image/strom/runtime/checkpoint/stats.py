@@ -29,6 +29,8 @@ class CheckpointStats:
     external_path: str = ""
     failure_message: str = ""
     state_size: int = 0  # bytes the checkpoint wrote (state files and new shared files)
+    persisted_data: int = 0  # of which in-flight data an unaligned checkpoint stored (channel state)
+    unaligned: bool = False  # triggered as an unaligned checkpoint
 
     @property
     def end_to_end_duration(self) -> int:
@@ -76,10 +78,12 @@ class CheckpointStatsTracker:
         self._latest_failed: CheckpointStats | None = None
         self._latest_restored: RestoredCheckpointStats | None = None
 
-    def triggered(self, checkpoint_id: int, trigger_timestamp: int, num_subtasks: int) -> None:
+    def triggered(
+        self, checkpoint_id: int, trigger_timestamp: int, num_subtasks: int, *, unaligned: bool = False
+    ) -> None:
         with self._lock:
             self._in_progress[checkpoint_id] = CheckpointStats(
-                checkpoint_id, "IN_PROGRESS", trigger_timestamp, num_subtasks
+                checkpoint_id, "IN_PROGRESS", trigger_timestamp, num_subtasks, unaligned=unaligned
             )
 
     def acknowledged(self, checkpoint_id: int) -> None:
@@ -90,13 +94,20 @@ class CheckpointStatsTracker:
                     st, num_acknowledged=st.num_acknowledged + 1, latest_ack_timestamp=_now_ms()
                 )
 
-    def completed(self, checkpoint_id: int, external_path: str, state_size: int = 0) -> None:
+    def completed(
+        self, checkpoint_id: int, external_path: str, state_size: int = 0, persisted_data: int = 0
+    ) -> None:
         with self._lock:
             st = self._in_progress.pop(checkpoint_id, None)
             if st is None:
                 return
             done = replace(
-                st, status="COMPLETED", end_timestamp=_now_ms(), external_path=external_path, state_size=state_size
+                st,
+                status="COMPLETED",
+                end_timestamp=_now_ms(),
+                external_path=external_path,
+                state_size=state_size,
+                persisted_data=persisted_data,
             )
             self._completed += 1
             self._latest_completed = done

@@ -54,6 +54,7 @@ class OperatorStateHandle:
     # snapshots in the JobManager (memory_storage.py); the JobManager stages and strips them on arrival
     inline: tuple[tuple[str, bytes], ...] = ()
     channel_state: str = ""  # the task's in-flight data of an unaligned checkpoint (first operator only)
+    channel_state_size: int = 0  # its bytes (Flink's persisted_data), also counted in `size`
 
 
 def state_file_name(operator_uid: str, subtask_index: int) -> str:
@@ -143,7 +144,9 @@ class AsyncSnapshotWriter:
                 name = state_file_name(first.operator_uid, first.subtask_index) + CHANNEL_STATE_SUFFIX
                 data = encode_channel_state(channel_state)
                 self.storage.write_bytes(f"{directory}/{name}", data)
-                handles[0] = replace(first, channel_state=name, size=first.size + len(data))
+                handles[0] = replace(
+                    first, channel_state=name, channel_state_size=len(data), size=first.size + len(data)
+                )
             if getattr(self.storage, "ships_state_inline", False):
                 handles = [inline_state_handle(self.storage, directory, h) for h in handles]
         except Exception as e:  # noqa: BLE001 - any failure declines this checkpoint, never the job

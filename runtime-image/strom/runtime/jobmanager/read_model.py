@@ -285,6 +285,8 @@ class CheckpointEntry:
     failure_message: str | None = None
     state_size: int = 0  # bytes the checkpoint wrote: state files and newly uploaded shared (incremental) files
     is_savepoint: bool = False
+    persisted_data: int = 0  # in-flight data an unaligned checkpoint stored (channel state), bytes
+    unaligned: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -314,10 +314,10 @@ def _checkpoint_json(c: CheckpointEntry) -> Json:
         "end_to_end_duration": c.end_to_end_duration,
         "alignment_buffered": 0,
         "processed_data": 0,
-        "persisted_data": 0,
+        "persisted_data": c.persisted_data,
         "num_subtasks": c.num_subtasks,
         "num_acknowledged_subtasks": c.num_acknowledged_subtasks,
-        "checkpoint_type": "SAVEPOINT" if c.is_savepoint else "CHECKPOINT",
+        "checkpoint_type": "SAVEPOINT" if c.is_savepoint else "UNALIGNED_CHECKPOINT" if c.unaligned else "CHECKPOINT",
         "tasks": {},
     }
     if c.status == "COMPLETED":
@@ -353,7 +353,7 @@ def checkpoints_json(x: JobCheckpoints) -> Json:
             "end_to_end_duration": _min_max_avg([c.end_to_end_duration for c in done]),
             "alignment_buffered": _min_max_avg([]),
             "processed_data": _min_max_avg([]),
-            "persisted_data": _min_max_avg([]),
+            "persisted_data": _min_max_avg([c.persisted_data for c in done]),
         },
         "latest": {
             "completed": _checkpoint_json(x.latest_completed) if x.latest_completed is not None else None,

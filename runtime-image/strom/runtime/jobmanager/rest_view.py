@@ -292,6 +292,8 @@ def _checkpoint_entry(c: CheckpointStats | None) -> CheckpointEntry | None:
         failure_timestamp=c.end_timestamp if c.status == "FAILED" else -1,
         failure_message=c.failure_message or None,
         state_size=c.state_size,
+        persisted_data=c.persisted_data,
+        unaligned=c.unaligned,
     )
 
 

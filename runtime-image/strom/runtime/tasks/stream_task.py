@@ -35,6 +35,7 @@ from strom.common.key_groups import KeyGroupRange
 from strom.common.time import MIN_WATERMARK
 from strom.datastream.functions import CheckpointListener
 from strom.runtime.checkpoint.channel_state import ChannelState
+from strom.runtime.checkpoint.options import barrier_alignment
 from strom.runtime.network.channels import InputGate, TaskCancelledError
 from strom.runtime.network.events import CheckpointBarrier, EndOfPartition, StreamStatusEvent, WatermarkEvent
 from strom.runtime.network.tcp_protocol import ChannelFailure
@@ -465,13 +466,3 @@ class StreamTask:
         if done is not None:
             self._channel_state_complete(*done)
 
-
-def barrier_alignment(config: Any) -> tuple[bool, int]:
-    """How a source task's checkpoint barriers go: (unaligned, alignment timeout in ms or -1). Unaligned
-    checkpoints need EXACTLY_ONCE; with an aligned-checkpoint-timeout they start aligned."""
-    if config is None or not config.get(opts.UNALIGNED_CHECKPOINTS):
-        return False, -1
-    if config.get(opts.CHECKPOINT_MODE) != "EXACTLY_ONCE":
-        return False, -1
-    timeout = int(config.get(opts.ALIGNED_CHECKPOINT_TIMEOUT))
-    return (True, -1) if timeout <= 0 else (False, timeout)
