@@ -26,9 +26,10 @@ _MAX_BACKOFF_S = 5.0
 
 def as_parameters(record: Any) -> tuple[Any, ...]:
     """A record -> the statement's parameters: a Row or tuple gives its fields, anything else is one."""
-    if isinstance(record, tuple):
-        return tuple(record)
-    if isinstance(record, list):
+    # hot path: called per record
+    if type(record) is tuple:
+        return record
+    if isinstance(record, tuple | list):
         return tuple(record)
     return (record,)
 

@@ -11,6 +11,7 @@ from strom.datastream.connectors.file_system import (
     RollingPolicy,
     StreamFormat,
 )
+from strom.datastream.connectors.jdbc import JdbcConnectionOptions, JdbcExecutionOptions, JdbcSink
 from strom.datastream.connectors.number_seq import NumberSequenceSource
 
 __all__ = [
@@ -19,6 +20,9 @@ __all__ = [
     "FileSink",
     "FileSource",
     "FileSourceBuilder",
+    "JdbcConnectionOptions",
+    "JdbcExecutionOptions",
+    "JdbcSink",
     "NumberSequenceSource",
     "OutputFileConfig",
     "RollingPolicy",
