@@ -47,4 +47,4 @@ def test_execute_async_returns_a_job_client():
     client = env.execute_async("async")
     result = client.get_job_execution_result(timeout=30)
     assert result.get_job_id() == client.get_job_id()
-    assert client.get_job_status() == "FINISHED"
+    assert client.get_job_status().result() == "FINISHED"  # a future of JobStatus, as in PyFlink

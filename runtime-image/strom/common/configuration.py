@@ -50,6 +50,10 @@ class Configuration:
     def contains_key(self, key: str) -> bool:
         return key in self._values
 
+    def remove_config(self, key: str) -> bool:
+        """PyFlink's remove_config: drop `key`; True if it was set."""
+        return self._values.pop(key, None) is not None
+
     # PyFlink's typed setters and getters
     def set_string(self, key: str, value: str) -> Configuration:
         return self.set(key, value)

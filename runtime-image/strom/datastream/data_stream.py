@@ -321,8 +321,8 @@ class DataStreamSink:
         self._t.max_parallelism = max_parallelism
         return self
 
-    def slot_sharing_group(self, group: str) -> DataStreamSink:
-        self._t.slot_sharing_group = group
+    def slot_sharing_group(self, group: str | Any) -> DataStreamSink:
+        self._t.slot_sharing_group = getattr(group, "get_name", lambda: group)()  # a name or a SlotSharingGroup
         return self
 
     def disable_chaining(self) -> DataStreamSink:

@@ -15,11 +15,15 @@ from typing import Any
 
 from strom.common import config_options as opts
 from strom.common.configuration import Configuration
+from strom.common.execution_config import ExecutionConfig
+from strom.common.job_client import JobClient
+from strom.common.job_execution_result import JobExecutionResult
+from strom.common.restart_strategy import RestartStrategyConfiguration, apply_restart_strategy, restart_strategy_of
 from strom.common.time import Duration, to_millis
 from strom.common.typeinfo import TypeInformation, check_type_info
 from strom.common.watermark_strategy import WatermarkStrategy
+from strom.datastream.checkpoint_config import CheckpointConfig
 from strom.datastream.data_stream import DataStream
-from strom.datastream.execution_config import CheckpointConfig, ExecutionConfig
 from strom.datastream.execution_mode import CheckpointingMode, RuntimeExecutionMode, TimeCharacteristic
 from strom.graph.job_sources import job_source_files
 from strom.graph.stream_graph import StreamGraph, effective_max_parallelism, generate_stream_graph
@@ -31,6 +35,8 @@ log = logging.getLogger(__name__)
 # configuration from -D/--config, and the executor that runs the graph.
 _context_configuration: Configuration | None = None
 _context_executor: Callable[[StreamGraph], Any] | None = None
+# set_default_local_parallelism: the parallelism of environments created afterwards for a local run
+_default_local_parallelism: int | None = None
 
 
 def set_context(configuration: Configuration | None, executor: Callable[[StreamGraph], Any] | None = None) -> None:
@@ -43,25 +49,6 @@ class NoOperatorsError(RuntimeError):
     """execute() on a program that declared no operators."""
 
 
-class JobExecutionResult:
-    def __init__(self, job_id: str, net_runtime_ms: int, accumulators: dict[str, Any] | None = None) -> None:
-        self._job_id = job_id
-        self._net_runtime_ms = net_runtime_ms
-        self._accumulators = accumulators or {}
-
-    def get_job_id(self) -> str:
-        return self._job_id
-
-    def get_net_runtime(self) -> int:
-        return self._net_runtime_ms
-
-    def get_all_accumulator_results(self) -> dict[str, Any]:
-        return dict(self._accumulators)
-
-    def __repr__(self) -> str:
-        return f"JobExecutionResult(job_id={self._job_id}, net_runtime={self._net_runtime_ms} ms)"
-
-
 class StreamExecutionEnvironment:
     def __init__(self, configuration: Configuration | None = None) -> None:
         conf = Configuration()
@@ -69,7 +56,16 @@ class StreamExecutionEnvironment:
             conf.add_all(_context_configuration)
         if configuration is not None:
             conf.add_all(configuration)
+        if (
+            _default_local_parallelism is not None
+            and _context_configuration is None
+            and not conf.contains_key(opts.PARALLELISM.key)
+        ):
+            conf.set(opts.PARALLELISM.key, _default_local_parallelism)
         self._conf = conf
+        self._state_backend: Any = None
+        self._time_characteristic = TimeCharacteristic.EventTime
+        self._slot_sharing_groups: dict[str, Any] = {}
         self._ids = itertools.count(1)
         self._transformations: list[Transformation] = []
         self._execution_config = ExecutionConfig(conf)
@@ -135,7 +131,75 @@ class StreamExecutionEnvironment:
         return self._conf.get(opts.OPERATOR_CHAINING)
 
     def set_stream_time_characteristic(self, characteristic: TimeCharacteristic) -> StreamExecutionEnvironment:
-        return self  # Flink >= 1.12: event time is the default; kept for old programs
+        """Deprecated in Flink >= 1.12, where event time is always on: recorded and read back, as Flink does;
+        processing-time programs use processing-time windows and timers explicitly."""
+        if not isinstance(characteristic, TimeCharacteristic):
+            raise TypeError(f"set_stream_time_characteristic expects a TimeCharacteristic, got {characteristic!r}")
+        self._time_characteristic = characteristic
+        return self
+
+    def get_stream_time_characteristic(self) -> TimeCharacteristic:
+        return self._time_characteristic
+
+    def set_default_local_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
+        """Flink's static default for local environments: environments created after this call for a local run
+        (no submitting client) take it as parallelism.default unless their configuration sets one."""
+        global _default_local_parallelism
+        if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
+            raise ValueError(f"default local parallelism must be a positive integer, got {parallelism!r}")
+        _default_local_parallelism = parallelism
+        return self
+
+    # -- state, checkpoints, failover ------------------------------------------------------------
+    def set_state_backend(self, state_backend: Any) -> StreamExecutionEnvironment:
+        """Writes the backend's keys (state.backend.type, ...) into the job's configuration; the runtime
+        builds every keyed operator's state backend from them (see strom.datastream.state_backend)."""
+        from strom.datastream.state_backend import StateBackend
+
+        if not isinstance(state_backend, StateBackend):
+            raise TypeError(
+                f"set_state_backend expects a StateBackend (HashMapStateBackend, EmbeddedRocksDBStateBackend, ...), "
+                f"got {state_backend!r}"
+            )
+        state_backend._apply(self._conf)
+        self._state_backend = state_backend
+        return self
+
+    def get_state_backend(self) -> Any:
+        """The backend set with set_state_backend, else None (PyFlink returns None then)."""
+        return self._state_backend
+
+    def enable_changelog_state_backend(self, enabled: bool) -> StreamExecutionEnvironment:
+        """Accepted and read back (state.backend.changelog.enabled). Flink's changelog backend makes checkpoints
+        incremental by logging state changes; Strom has no changelog: checkpoints stay full snapshots (or
+        RocksDB's incremental ones, state.backend.incremental)."""
+        self._conf.set("state.backend.changelog.enabled", bool(enabled))
+        return self
+
+    def is_changelog_state_backend_enabled(self) -> bool | None:
+        raw = self._conf.get("state.backend.changelog.enabled")
+        return None if raw is None else str(raw).strip().lower() == "true"
+
+    def set_restart_strategy(
+        self, restart_strategy_configuration: RestartStrategyConfiguration
+    ) -> StreamExecutionEnvironment:
+        """Writes Flink's restart-strategy.* keys into the job's configuration (the runtime's restart strategy)."""
+        apply_restart_strategy(self._conf, restart_strategy_configuration)
+        return self
+
+    def get_restart_strategy(self) -> RestartStrategyConfiguration:
+        return restart_strategy_of(self._conf)
+
+    def get_checkpointing_mode(self) -> CheckpointingMode:
+        return self.get_checkpoint_config().get_checkpointing_mode()
+
+    def register_slot_sharing_group(self, slot_sharing_group: Any) -> StreamExecutionEnvironment:
+        """Records the group's resource spec by name (see strom.datastream.slot_sharing_group)."""
+        name = slot_sharing_group.get_name() if hasattr(slot_sharing_group, "get_name") else None
+        if not name:
+            raise TypeError(f"register_slot_sharing_group expects a SlotSharingGroup, got {slot_sharing_group!r}")
+        self._slot_sharing_groups[name] = slot_sharing_group
+        return self
 
     def enable_checkpointing(self, interval: int, mode: CheckpointingMode | None = None) -> StreamExecutionEnvironment:
         self._conf.set(opts.CHECKPOINT_INTERVAL.key, interval)
@@ -147,7 +211,8 @@ class StreamExecutionEnvironment:
         return CheckpointConfig(self._conf)
 
     def get_checkpoint_interval(self) -> int:
-        return self._conf.get(opts.CHECKPOINT_INTERVAL)
+        """Milliseconds, or -1 while checkpointing is disabled (PyFlink's value)."""
+        return self.get_checkpoint_config().get_checkpoint_interval()
 
     def add_python_file(self, file_path: str) -> None:
         import sys
@@ -279,12 +344,12 @@ class StreamExecutionEnvironment:
 
         return executor_for(graph, _context_executor)(graph)
 
-    def execute_async(self, job_name: str | None = None) -> Any:
+    def execute_async(self, job_name: str | None = None) -> JobClient:
         graph = self.get_stream_graph(job_name, clear_transformations=True)
         from strom.datastream.executors import executor_for
 
         executor = executor_for(graph, _context_executor if hasattr(_context_executor, "start_job") else None)
-        return executor.start_job(graph)
+        return JobClient(executor.start_job(graph))
 
     def close(self) -> None:
         self._transformations = []

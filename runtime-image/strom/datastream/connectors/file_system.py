@@ -10,6 +10,7 @@ from strom.connectors.file import (
     RowFormatBuilder,
     StreamFormat,
 )
+from strom.datastream.connectors.streaming_file_sink import StreamingFileSink
 
 __all__ = [
     "BucketAssigner",
@@ -20,4 +21,5 @@ __all__ = [
     "RollingPolicy",
     "RowFormatBuilder",
     "StreamFormat",
+    "StreamingFileSink",
 ]
