@@ -1,7 +1,15 @@
 """Types, records, time and configuration shared by the user API and the runtime (`pyflink.common`)."""
 
+from strom.common.completable_future import CompletableFuture
 from strom.common.config_options import ConfigError
 from strom.common.configuration import Configuration
+from strom.common.execution_config import ExecutionConfig
+from strom.common.execution_mode import ExecutionMode
+from strom.common.input_dependency_constraint import InputDependencyConstraint
+from strom.common.job_client import JobClient
+from strom.common.job_execution_result import JobExecutionResult
+from strom.common.job_status import JobStatus
+from strom.common.restart_strategy import RestartStrategies, RestartStrategyConfiguration
 from strom.common.row import Row, RowKind
 from strom.common.serialization import Encoder, SimpleStringSchema
 from strom.common.time import Duration, Time
@@ -15,10 +23,19 @@ from strom.common.watermark_strategy import (
 )
 
 __all__ = [
+    "CompletableFuture",
     "ConfigError",
     "Configuration",
     "Duration",
     "Encoder",
+    "ExecutionConfig",
+    "ExecutionMode",
+    "InputDependencyConstraint",
+    "JobClient",
+    "JobExecutionResult",
+    "JobStatus",
+    "RestartStrategies",
+    "RestartStrategyConfiguration",
     "Row",
     "RowKind",
     "RowTypeInfo",

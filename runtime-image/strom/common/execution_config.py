@@ -13,6 +13,8 @@ from typing import Any
 
 from strom.common import config_options as opts
 from strom.common.configuration import Configuration
+from strom.common.execution_mode import ExecutionMode
+from strom.common.input_dependency_constraint import InputDependencyConstraint
 from strom.common.restart_strategy import (
     RestartStrategyConfiguration,
     apply_restart_strategy,
@@ -41,6 +43,8 @@ class ExecutionConfig:
             "pojo_types": [],
             "default_kryo_serializers": {},
             "kryo_type_serializers": {},
+            "execution_mode": ExecutionMode.PIPELINED,
+            "input_dependency_constraint": InputDependencyConstraint.ANY,
         }
 
     # -- what the engine reads --------------------------------------------------------------------
@@ -170,6 +174,20 @@ class ExecutionConfig:
 
     def is_use_snapshot_compression(self) -> bool:
         return bool(self._jvm["snapshot_compression"])
+
+    def set_execution_mode(self, execution_mode: ExecutionMode) -> ExecutionConfig:
+        return self._set("execution_mode", execution_mode)
+
+    def get_execution_mode(self) -> ExecutionMode:
+        return self._jvm["execution_mode"]
+
+    def set_default_input_dependency_constraint(
+        self, input_dependency_constraint: InputDependencyConstraint
+    ) -> ExecutionConfig:
+        return self._set("input_dependency_constraint", input_dependency_constraint)
+
+    def get_default_input_dependency_constraint(self) -> InputDependencyConstraint:
+        return self._jvm["input_dependency_constraint"]
 
     def add_default_kryo_serializer(self, type_class_name: str, serializer_class_name: str) -> ExecutionConfig:
         self._jvm["default_kryo_serializers"][type_class_name] = serializer_class_name

@@ -2,6 +2,13 @@
 
 from strom.datastream.async_data_stream import AsyncDataStream
 from strom.datastream.async_functions import AsyncFunction
+from strom.datastream.checkpoint_config import CheckpointConfig, ExternalizedCheckpointCleanup
+from strom.datastream.checkpoint_storage import (
+    CheckpointStorage,
+    CustomCheckpointStorage,
+    FileSystemCheckpointStorage,
+    JobManagerCheckpointStorage,
+)
 from strom.datastream.data_stream import (
     BroadcastConnectedStream,
     BroadcastStream,
@@ -10,8 +17,9 @@ from strom.datastream.data_stream import (
     DataStreamSink,
     KeyedStream,
 )
-from strom.datastream.execution_config import CheckpointConfig, ExecutionConfig
+from strom.datastream.execution_config import ExecutionConfig
 from strom.datastream.execution_mode import CheckpointingMode, RuntimeExecutionMode, TimeCharacteristic
+from strom.datastream.externalized_checkpoint_retention import ExternalizedCheckpointRetention
 from strom.datastream.functions import (
     AggregateFunction,
     AllWindowFunction,
@@ -41,24 +49,48 @@ from strom.datastream.functions import (
     SinkFunction,
     SourceFunction,
     TimeDomain,
+    TimerService,
     WindowFunction,
 )
 from strom.datastream.output_tag import OutputTag
+from strom.datastream.slot_sharing_group import MemorySize, SlotSharingGroup
+from strom.datastream.state_backend import (
+    CustomStateBackend,
+    EmbeddedRocksDBStateBackend,
+    FsStateBackend,
+    HashMapStateBackend,
+    MemoryStateBackend,
+    PredefinedOptions,
+    RocksDBStateBackend,
+    StateBackend,
+)
 from strom.datastream.stream_execution_environment import JobExecutionResult, StreamExecutionEnvironment
 from strom.datastream.two_phase_commit import TwoPhaseCommitSinkFunction
-from strom.datastream.window import AllWindowedStream, WindowedStream
+from strom.datastream.window import (
+    AllWindowedStream,
+    CountWindow,
+    GlobalWindow,
+    MergingWindowAssigner,
+    TimeWindow,
+    Trigger,
+    TriggerResult,
+    Window,
+    WindowAssigner,
+    WindowedStream,
+)
 
 __all__ = [
-    "AsyncDataStream",
-    "AsyncFunction",
     "AggregateFunction",
     "AllWindowFunction",
     "AllWindowedStream",
+    "AsyncDataStream",
+    "AsyncFunction",
     "BroadcastConnectedStream",
     "BroadcastProcessFunction",
     "BroadcastStream",
     "CheckpointConfig",
     "CheckpointListener",
+    "CheckpointStorage",
     "CheckpointedFunction",
     "CheckpointingMode",
     "CoFlatMapFunction",
@@ -66,13 +98,24 @@ __all__ = [
     "CoMapFunction",
     "CoProcessFunction",
     "ConnectedStreams",
+    "CountWindow",
+    "CustomCheckpointStorage",
+    "CustomStateBackend",
     "DataStream",
     "DataStreamSink",
+    "EmbeddedRocksDBStateBackend",
     "ExecutionConfig",
+    "ExternalizedCheckpointCleanup",
+    "ExternalizedCheckpointRetention",
+    "FileSystemCheckpointStorage",
     "FilterFunction",
     "FlatJoinFunction",
     "FlatMapFunction",
+    "FsStateBackend",
+    "GlobalWindow",
+    "HashMapStateBackend",
     "JobExecutionResult",
+    "JobManagerCheckpointStorage",
     "JoinFunction",
     "KeySelector",
     "KeyedBroadcastProcessFunction",
@@ -80,21 +123,34 @@ __all__ = [
     "KeyedProcessFunction",
     "KeyedStream",
     "MapFunction",
+    "MemorySize",
+    "MemoryStateBackend",
+    "MergingWindowAssigner",
     "OutputTag",
     "Partitioner",
+    "PredefinedOptions",
     "ProcessAllWindowFunction",
     "ProcessFunction",
     "ProcessJoinFunction",
     "ProcessWindowFunction",
     "ReduceFunction",
+    "RocksDBStateBackend",
     "RuntimeContext",
     "RuntimeExecutionMode",
     "SinkFunction",
+    "SlotSharingGroup",
     "SourceFunction",
+    "StateBackend",
     "StreamExecutionEnvironment",
     "TimeCharacteristic",
     "TimeDomain",
+    "TimeWindow",
+    "TimerService",
+    "Trigger",
+    "TriggerResult",
     "TwoPhaseCommitSinkFunction",
+    "Window",
+    "WindowAssigner",
     "WindowFunction",
     "WindowedStream",
 ]
