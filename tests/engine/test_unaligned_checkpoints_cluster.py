@@ -127,16 +127,17 @@ def test_kill_9_restores_an_unaligned_checkpoint_with_every_record_exactly_once(
     try:
         job_id = submit(cluster, job_file(tmp_path, name="eo", body=body, conf=conf))
 
-        def with_channel_state() -> list[str]:
-            found = []
+        seen: set[int] = set()  # ids of completed checkpoints that hold in-flight data
+
+        def with_channel_state() -> set[int]:
             for path in glob.glob(str(checkpoints / job_id / "chk-*" / "_metadata")):
                 try:
                     doc = json.loads(open(path).read())
                 except (OSError, ValueError):
                     continue
                 if any(op.get("channel_state") for op in doc["operators"].values()):
-                    found.append(path)
-            return found
+                    seen.add(doc["checkpoint_id"])
+            return seen
 
         wait_until(with_channel_state, timeout=60, what="a completed checkpoint holding in-flight data")
         used = {
@@ -147,9 +148,16 @@ def test_kill_9_restores_an_unaligned_checkpoint_with_every_record_exactly_once(
         }
         victim = sorted(used)[0]
         cluster.kill_taskmanager(cluster.tms[int(victim.split("-")[1])])
-        assert cluster.wait_for_state(job_id, ("FINISHED", "FAILED"), timeout=120) == "FINISHED"
+
+        def ended() -> bool:
+            with_channel_state()  # keep noting them until the end: a finished job's checkpoints are deleted
+            return cluster.job_state(job_id) in ("FINISHED", "FAILED")
+
+        wait_until(ended, timeout=120, what="the job's end")
+        assert cluster.job_state(job_id) == "FINISHED"
         stats = cluster.get(f"/jobs/{job_id}/checkpoints")
         assert stats["counts"]["restored"] >= 1, stats
+        assert stats["latest"]["restored"]["id"] in seen  # the restore replayed in-flight data
 
         written = []
         for root, _, files in os.walk(out):
