@@ -106,11 +106,12 @@ def test_kafka_to_keyed_state_to_kafka_exactly_once_under_kill_9(kafka, tmp_path
                 timeout=120,
                 what="a checkpoint completed after the previous kill",
             )
+            # the next input arrives and, at a random moment while it is processed, a TaskManager dies
+            produce(kafka.bootstrap, source_topic, [(v % PARTITIONS, None, str(v).encode()) for v in batch])
             time.sleep(rng.uniform(0.0, 0.3))  # a random moment, not a wait for a condition
             killed_at_ms = int(time.time() * 1000)
             cluster.kill_taskmanager(rng.choice([tm for tm in cluster.tms if tm.poll() is None]))
             cluster.add_taskmanager(2)
-            produce(kafka.bootstrap, source_topic, [(v % PARTITIONS, None, str(v).encode()) for v in batch])
 
         def all_lines_visible() -> bool:
             lines = {m.value().decode() for m in consume_all(kafka.bootstrap, out_topic, PARTITIONS)}
