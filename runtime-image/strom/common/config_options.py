@@ -193,6 +193,14 @@ def _integer_range(minimum: int | None, maximum: int | None) -> str:
     return "an integer" + (f" >= {minimum}" if minimum is not None else "")
 
 
+def option_for_deprecated_key(key: str) -> ConfigOption | None:
+    """The option whose deprecated key (one Flink still accepts) `key` is, or None."""
+    for opt in OPTIONS.values():
+        if key in opt.deprecated_keys:
+            return opt
+    return None
+
+
 MAX_PORT = 65535  # a TCP port is 16 bits: a larger one fails deep inside bind() (OverflowError)
 
 OPTIONS: dict[str, ConfigOption] = {}
@@ -213,7 +221,13 @@ PIPELINE_NAME = option("pipeline.name", "str", "", "Job name.")
 AUTO_WATERMARK_INTERVAL = option(
     "pipeline.auto-watermark-interval", "duration", 200, "Period of periodic watermark emission; 0 disables."
 )
-OPERATOR_CHAINING = option("pipeline.operator-chaining.enabled", "bool", True, "Chain operators.")
+OPERATOR_CHAINING = option(
+    "pipeline.operator-chaining.enabled",
+    "bool",
+    True,
+    "Chain operators.",
+    deprecated_keys=("pipeline.operator-chaining",),
+)
 VERTEX_PARALLELISM_OVERRIDES = option(
     "pipeline.jobvertex-parallelism-overrides", "map", {}, "Per job vertex parallelism overrides."
 )
@@ -238,6 +252,7 @@ SEGMENT_SIZE = option(
     "Size of a network buffer; serialized records fill buffers, a record larger than a buffer spans several.",
     minimum=4 * 1024,
     power_of_two=True,
+    deprecated_keys=("taskmanager.network.memory.segment-size",),
 )
 NETWORK_MEMORY_MAX = option(
     "taskmanager.memory.network.max",
@@ -246,6 +261,7 @@ NETWORK_MEMORY_MAX = option(
     "Network memory of one slot worker process (Flink: of a TaskManager): the buffers of its subtasks' input "
     "gates and output channels; a deployment that needs more is refused.",
     minimum=4 * 1024,
+    deprecated_keys=("taskmanager.network.memory.max",),
 )
 BUFFERS_PER_CHANNEL = option(
     "taskmanager.network.memory.buffers-per-channel",
@@ -287,10 +303,22 @@ ALIGNED_CHECKPOINT_TIMEOUT = option(
     0,
     "With unaligned checkpoints: a checkpoint starts aligned and switches to unaligned once alignment has taken "
     "this long; 0 = unaligned from the start.",
+    deprecated_keys=("execution.checkpointing.alignment-timeout",),
 )
-STATE_BACKEND = option("state.backend.type", "enum", "HASHMAP", "State backend.", allowed=("HASHMAP", "ROCKSDB"))
-CHECKPOINTS_DIR = option("state.checkpoints.dir", "str", "", "Checkpoint storage URI.")
-SAVEPOINTS_DIR = option("state.savepoints.dir", "str", "", "Default savepoint directory.")
+STATE_BACKEND = option(
+    "state.backend.type", "enum", "HASHMAP", "State backend.", allowed=("HASHMAP", "ROCKSDB"),
+    deprecated_keys=("state.backend",),
+)
+CHECKPOINTS_DIR = option(
+    "state.checkpoints.dir", "str", "", "Checkpoint storage URI.", deprecated_keys=("state.backend.fs.checkpointdir",)
+)
+SAVEPOINTS_DIR = option(
+    "state.savepoints.dir",
+    "str",
+    "",
+    "Default savepoint directory.",
+    deprecated_keys=("savepoints.state.backend.fs.dir",),
+)
 SAVEPOINT_PATH = option(
     "execution.savepoint.path", "str", "", "Savepoint (or retained checkpoint) the job restores from at its start."
 )
@@ -308,13 +336,22 @@ RESTART_STRATEGY = option(
     "NONE",
     "Restart strategy.",
     allowed=("NONE", "DISABLE", "OFF", "FIXED_DELAY", "FIXEDDELAY", "EXPONENTIAL_DELAY", "FAILURE_RATE"),
+    deprecated_keys=("restart-strategy",),
 )
 RESTART_ATTEMPTS = option("restart-strategy.fixed-delay.attempts", "int", 1, "Restart attempts.", minimum=0)
 RESTART_DELAY = option("restart-strategy.fixed-delay.delay", "duration", 1000, "Delay between restarts.")
 
 # -- cluster --------------------------------------------------------------------------------
 TASK_SLOTS = option("taskmanager.numberOfTaskSlots", "int", 1, "Slots per TaskManager.", minimum=1)
-REST_PORT = option("rest.port", "int", 8081, "REST port; 0 picks a free one.", minimum=0, maximum=MAX_PORT)
+REST_PORT = option(
+    "rest.port",
+    "int",
+    8081,
+    "REST port; 0 picks a free one.",
+    minimum=0,
+    maximum=MAX_PORT,
+    deprecated_keys=("web.port",),
+)
 RPC_PORT = option(
     "jobmanager.rpc.port", "int", 6123, "JobManager RPC port; 0 picks a free one.", minimum=0, maximum=MAX_PORT
 )
@@ -399,6 +436,7 @@ REGISTRATION_TIMEOUT = option(
     "duration",
     300_000,
     "A TaskManager that has not registered at its JobManager for this long exits (non-zero).",
+    deprecated_keys=("taskmanager.maxRegistrationDuration",),
 )
 
 # -- heartbeats and scheduling ---------------------------------------------------------------

@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from strom.common import tls_options  # noqa: F401 - registers Flink's security.ssl.* keys with OPTIONS
-from strom.common.config_options import OPTIONS, ConfigError, ConfigOption
+from strom.common.config_options import OPTIONS, ConfigError, ConfigOption, option_for_deprecated_key
 from strom.common.sensitive_keys import is_sensitive_key, masked
+
+log = logging.getLogger(__name__)
+
+
+def current_key(key: str) -> str:
+    """`key`, or the key that replaced it when `key` is a deprecated key Flink still accepts; a deprecated key
+    is logged at WARNING naming the new key, as Flink logs it."""
+    if key in OPTIONS:
+        return key
+    opt = option_for_deprecated_key(key)
+    if opt is None:
+        return key
+    log.warning("configuration key '%s' is deprecated; use '%s' instead", key, opt.key)
+    return opt.key
 
 
 def validate_key(key: str) -> ConfigOption | None:
@@ -33,6 +48,11 @@ class Configuration:
             self.set(k, v)
 
     def set(self, key: str, value: Any) -> Configuration:
+        new_key = current_key(key)
+        if new_key != key:
+            if new_key in self._values:
+                return self  # Flink: the current key wins over its deprecated one
+            key = new_key
         opt = validate_key(key)
         self._values[key] = opt.parse(value) if opt is not None else value
         return self
@@ -40,6 +60,7 @@ class Configuration:
     def get(self, key: str | ConfigOption, default: Any = None) -> Any:
         if isinstance(key, ConfigOption):
             return self._values.get(key.key, key.default)
+        key = current_key(key)
         if key in self._values:
             return self._values[key]
         opt = OPTIONS.get(key)
@@ -48,7 +69,7 @@ class Configuration:
         return default
 
     def contains_key(self, key: str) -> bool:
-        return key in self._values
+        return current_key(key) in self._values
 
     def remove_config(self, key: str) -> bool:
         """PyFlink's remove_config: drop `key`; True if it was set."""
