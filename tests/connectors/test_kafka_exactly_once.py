@@ -131,3 +131,36 @@ def test_kafka_to_keyed_state_to_kafka_exactly_once_under_kill_9(kafka, tmp_path
         assert set(got) == set(expected), f"seed {seed}"
     else:
         assert got == expected, f"seed {seed}: duplicated {got - expected}, lost {expected - got}"
+
+
+def test_submission_refuses_a_transaction_timeout_shorter_than_the_checkpoint_interval(kafka, tmp_path):
+    out_topic = kafka.new_topic(1, "out")
+    job = tmp_path / "short_timeout.py"
+    job.write_text(
+        textwrap.dedent(f"""
+        from strom.common import Configuration, Types
+        from strom.common.serialization import SimpleStringSchema
+        from strom.datastream import StreamExecutionEnvironment
+        from strom.datastream.connectors.kafka import DeliveryGuarantee, KafkaRecordSerializationSchema, KafkaSink
+
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.configure(Configuration({{"execution.checkpointing.interval": "10 s",
+                                      "state.checkpoints.dir": "file://{tmp_path / "chk"}"}}))
+        sink = (KafkaSink.builder().set_bootstrap_servers({kafka.bootstrap!r})
+                .set_record_serializer(KafkaRecordSerializationSchema.builder().set_topic({out_topic!r})
+                                       .set_value_serialization_schema(SimpleStringSchema()).build())
+                .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE).set_transactional_id_prefix("short")
+                .set_property("transaction.timeout.ms", "5000").build())
+        env.from_collection(["a"], type_info=Types.STRING()).sink_to(sink)
+        env.execute("short transaction timeout")
+    """)
+    )
+    cluster = SessionCluster(taskmanagers=1, slots=1)
+    try:
+        proc = cluster.cli("submit", str(job))
+    finally:
+        cluster.close()
+    assert proc.returncode != 0
+    assert "transaction.timeout.ms (5000)" in proc.stderr and "execution.checkpointing.interval" in proc.stderr, (
+        proc.stderr
+    )

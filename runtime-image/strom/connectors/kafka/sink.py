@@ -373,20 +373,26 @@ class KafkaSink(TwoPhaseCommittingSink):
     def create_committer(self) -> KafkaCommitter:
         return KafkaCommitter(self)
 
-    def check_transaction_timeout(self, config: Any) -> None:
-        """Refuse a transaction timeout shorter than the checkpoint interval (the transaction of an
-        interval would abort before its checkpoint could commit it)."""
-        if config is None:
-            return
+    def check_job_configuration(self, config: Any) -> str | None:
+        """Why the job cannot run with this sink (checked at submission and again by every writer)."""
+        if config is None or self.delivery_guarantee is not DeliveryGuarantee.EXACTLY_ONCE:
+            return None
         from strom.common import config_options as opts
 
         interval = config.get(opts.CHECKPOINT_INTERVAL)
         timeout = int(self.properties.get("transaction.timeout.ms", 60_000))  # librdkafka's default
         if interval and timeout < interval:
-            raise ValueError(
+            # the transaction of one interval would abort before its checkpoint could commit it
+            return (
                 f"KafkaSink: transaction.timeout.ms ({timeout}) is shorter than execution.checkpointing.interval "
                 f"({interval} ms); raise transaction.timeout.ms (set_property) or checkpoint more often"
             )
+        return None
+
+    def check_transaction_timeout(self, config: Any) -> None:
+        problem = self.check_job_configuration(config)
+        if problem:
+            raise ValueError(problem)
 
 
 class KafkaSinkBuilder:

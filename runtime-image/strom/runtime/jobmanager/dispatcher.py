@@ -23,6 +23,7 @@ import cloudpickle
 
 from strom.common import config_options as opts
 from strom.common.tls import internal_tls
+from strom.graph.connector_checks import connector_problem
 from strom.graph.stream_graph import StreamGraph
 from strom.runtime.jobmanager.checkpointing import validate_cluster_checkpointing
 from strom.runtime.jobmanager.high_availability import CheckpointPointer, HaServices, ha_services_for
@@ -265,7 +266,7 @@ class JobManager:
         # Flink's layering: the cluster's configuration, the job's own settings over it (every key:
         # checkpointing, state backend, restart strategy, savepoint directory, ...)
         graph.config = effective_job_configuration(self.config, graph.config)
-        problem = validate_cluster_checkpointing(graph.config)
+        problem = validate_cluster_checkpointing(graph.config) or connector_problem(graph, graph.config)
         if problem is not None:
             raise ValueError(problem)
         job = JobMaster(self, job_id, graph, recovered=recovered)
