@@ -163,4 +163,22 @@ class CsvRowDeserializationSchema:
         names = self.type_info.get_field_names()
         if len(fields) != len(names):
             raise ValueError(f"CSV row: {len(fields)} fields in {data[:80]!r}, the row type has {len(names)}")
-        return Row(**dict(zip(names, fields, strict=True)))
+        types = self.type_info.field_types
+        return Row(**{n: _parse(f, t) for n, f, t in zip(names, fields, types, strict=True)})
+
+
+def _parse(text: str, type_info: Any) -> Any:
+    """A CSV field as its declared basic type (an empty field is null, as Flink's CSV format)."""
+    if text == "":
+        return None
+    py_type = getattr(type_info, "py_type", None)
+    if py_type is bool or getattr(type_info, "name", "") == "BOOLEAN":
+        return text.strip().lower() == "true"
+    if isinstance(py_type, tuple):
+        py_type = py_type[0]
+    if py_type in (int, float, str):
+        try:
+            return py_type(text)
+        except ValueError:
+            raise ValueError(f"CSV row: {text!r} is not a {type_info!r}") from None
+    return text
