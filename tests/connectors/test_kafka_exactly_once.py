@@ -35,8 +35,8 @@ KILLS = 5 if CHAOS else 1
 PARTITIONS = 3
 
 
-def job_file(tmp_path: Path, bootstrap: str, source_topic: str, out_topic: str) -> str:
-    job = tmp_path / "kafka_eos_job.py"
+def job_file(tmp_path: Path, bootstrap: str, source_topic: str, out_topic: str, parallelism: int = 2) -> str:
+    job = tmp_path / f"kafka_eos_job_p{parallelism}.py"
     job.write_text(
         textwrap.dedent(f"""
         from strom.common import Configuration, Types, WatermarkStrategy
@@ -56,7 +56,7 @@ def job_file(tmp_path: Path, bootstrap: str, source_topic: str, out_topic: str) 
                 yield f"{{ctx.get_current_key()}} {{n}}"
 
         env = StreamExecutionEnvironment.get_execution_environment()
-        env.set_parallelism(2)
+        env.set_parallelism({parallelism})
         env.configure(Configuration({{
             "execution.checkpointing.interval": "300 ms",
             "state.checkpoints.dir": "file://{tmp_path / "chk"}",
