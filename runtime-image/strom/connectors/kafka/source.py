@@ -10,9 +10,11 @@ restore at another parallelism pools and deals them by the same ownership rule (
 Offsets of a completed checkpoint are committed to the group (when a group id is set and
 `commit.offsets.on.checkpoint` is not false) for monitoring only: a restore reads the checkpoint's.
 
-Records carry the Kafka record timestamp as their event timestamp. Watermarks come from the
-source task's one watermark generator over the reader's merged stream: the framework has no
-per-split watermarks yet (Flink's per-partition watermark alignment and idleness are not built).
+Records carry the Kafka record timestamp as their event timestamp. Watermarks are per partition, as
+Flink's: the reader names each record's partition (`last_splits`) and the partitions it reads
+(`current_splits`), the source operator runs one generator per partition and emits the minimum over
+the partitions that are not idle (`WatermarkStrategy.with_idleness`), see split_watermarks.py.
+Watermark alignment across sources (Flink's `with_watermark_alignment`) is not built.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class KafkaSourceReader(SourceReader):
         self._pending_commits: dict[int, list[sp.Split]] = {}
         self._cancelled = threading.Event()
         self.last_timestamps: list[int] | None = None
+        self.last_splits: list[tuple[str, int]] = []  # the partition of each record of the last batch
 
     # -- splits ------------------------------------------------------------------------------------
     def snapshot_splits(self) -> list[sp.Split]:
@@ -157,6 +160,7 @@ class KafkaSourceReader(SourceReader):
             raise unreachable(self._src.bootstrap_servers, exc) from None
         out: list[Any] = []
         stamps: list[int] = []
+        origins: list[tuple[str, int]] = []
         finished = False
         deserialize = self._src.deserializer.deserialize
         for m in messages:
@@ -186,12 +190,18 @@ class KafkaSourceReader(SourceReader):
                 continue  # Flink drops records its deserializer turns into null
             out.append(value)
             stamps.append(m.timestamp()[1])
+            origins.append(key)
         if finished:
             self._assign()  # stop fetching partitions that reached their stopping offset
         self.last_timestamps = stamps
+        self.last_splits = origins
         if not out and self._src.bounded and all(sp.is_finished(s) for s in self._splits.values()):
             return None
         return out
+
+    def current_splits(self) -> list[tuple[str, int]]:
+        """The partitions this reader still reads (each has its own watermark generator)."""
+        return [(t, p) for t, p, n, stop in list(self._splits.values()) if stop is None or n < stop]
 
     def pending_records(self) -> int | None:
         """Consumer lag: the high watermark librdkafka last fetched minus the next offset, summed."""

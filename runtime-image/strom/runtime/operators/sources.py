@@ -18,6 +18,7 @@ from strom.common import config_options as opts
 from strom.common.record_size import RecordSizeEstimator
 from strom.connectors.base import SourceReaderContext
 from strom.runtime.operators.base import StreamOperator
+from strom.runtime.operators.split_watermarks import SplitWatermarkEmitter
 from strom.runtime.operators.watermarks import WatermarkEmitter
 from strom.runtime.state.snapshots import StateRestoreError
 
@@ -107,9 +108,14 @@ class SourceOperator(StreamOperator):
         self.batch_bytes = ctx.config.get(opts.SEGMENT_SIZE) if ctx.config is not None else 32 * 1024
         self.sizes = RecordSizeEstimator()
         self.batch_size = 1  # until the first record is sized
-        self.emitter = WatermarkEmitter(
-            self.params["watermark_strategy"], self.output, ctx.processing_time_service, ctx.config
-        )
+        if hasattr(self.reader, "last_splits"):  # a split-aware reader: a watermark per split (split_watermarks)
+            self.emitter = SplitWatermarkEmitter(
+                self.params["watermark_strategy"], self.output, ctx.processing_time_service, ctx.config, self.reader
+            )
+        else:
+            self.emitter = WatermarkEmitter(
+                self.params["watermark_strategy"], self.output, ctx.processing_time_service, ctx.config
+            )
         self.emitter.start()
         type_info = self.params.get("output_type")
         self._convert = type_info.convert if type_info is not None and type_info.needs_conversion else None
