@@ -11,8 +11,8 @@ from strom.common.job_execution_result import JobExecutionResult
 from strom.common.job_status import JobStatus
 from strom.common.restart_strategy import RestartStrategies, RestartStrategyConfiguration
 from strom.common.row import Row, RowKind
-from strom.common.serialization import Encoder, SimpleStringSchema
-from strom.common.time import Duration, Time
+from strom.common.serialization import DeserializationSchema, Encoder, SerializationSchema, SimpleStringSchema
+from strom.common.time import Duration, Instant, Time
 from strom.common.typeinfo import RowTypeInfo, TupleTypeInfo, TypeInformation, Types
 from strom.common.watermark_strategy import (
     TimestampAssigner,
@@ -26,11 +26,13 @@ __all__ = [
     "CompletableFuture",
     "ConfigError",
     "Configuration",
+    "DeserializationSchema",
     "Duration",
     "Encoder",
     "ExecutionConfig",
     "ExecutionMode",
     "InputDependencyConstraint",
+    "Instant",
     "JobClient",
     "JobExecutionResult",
     "JobStatus",
@@ -39,6 +41,7 @@ __all__ = [
     "Row",
     "RowKind",
     "RowTypeInfo",
+    "SerializationSchema",
     "SimpleStringSchema",
     "Time",
     "TimestampAssigner",

@@ -67,6 +67,24 @@ class Time:
         return Duration.of_days(n)
 
 
+@dataclass(frozen=True, slots=True)
+class Instant:
+    """PyFlink's `Instant`: a point on the time line, seconds and nanoseconds since the epoch."""
+
+    seconds: int
+    nanos: int = 0
+
+    @staticmethod
+    def of_epoch_milli(epoch_milli: int) -> Instant:
+        return Instant(epoch_milli // 1000, (epoch_milli % 1000) * 1_000_000)
+
+    def to_epoch_milli(self) -> int:
+        return self.seconds * 1000 + self.nanos // 1_000_000
+
+    def __repr__(self) -> str:
+        return f"Instant<{self.seconds}, {self.nanos}>"
+
+
 def to_millis(value: Duration | int | float, *, what: str = "duration") -> int:
     """Accept a `Duration`, a `Time` result or a plain number of milliseconds."""
     if isinstance(value, Duration):

@@ -664,3 +664,13 @@ __all__ = [
     "IntervalJoin",
     "KeyedStream",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """PyFlink's module path for the windowed streams (`pyflink.datastream.data_stream.WindowedStream`); they live
+    in strom.datastream.window, which imports this module, so they are looked up on first use."""
+    if name in ("WindowedStream", "AllWindowedStream"):
+        from strom.datastream import window
+
+        return getattr(window, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
