@@ -4,6 +4,7 @@ brokers hold is compared with the plain-Python list of records the job was given
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 
 import pytest
@@ -155,3 +156,24 @@ def test_builder_refuses_incomplete_settings():
 
 
 assert kafka_sink  # the module under test, for readers of this file
+
+
+def test_unreachable_brokers_fail_the_writer_naming_the_address():
+    sink = (
+        KafkaSink.builder()
+        .set_bootstrap_servers("127.0.0.1:1")
+        .set_record_serializer(
+            KafkaRecordSerializationSchema.builder()
+            .set_topic("t")
+            .set_value_serialization_schema(SimpleStringSchema())
+            .build()
+        )
+        .set_delivery_guarantee(DeliveryGuarantee.AT_LEAST_ONCE)
+        .build()
+    )
+    writer = sink.create_writer(SinkInitContext(0, 1, 0, _Clock()))
+    deadline = time.monotonic() + 20
+    with pytest.raises(RuntimeError, match=r"Kafka brokers at 127\.0\.0\.1:1 did not answer.*bootstrap.servers"):
+        while time.monotonic() < deadline:  # librdkafka reports all brokers down once its connection is refused
+            writer.write("x", _Ctx())  # serves the producer's callbacks
+    writer.close()

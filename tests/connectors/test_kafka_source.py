@@ -250,3 +250,26 @@ def test_builder_refuses_incomplete_settings():
             .set_starting_offsets(KafkaOffsetsInitializer.committed_offsets())
             .build()
         )
+
+
+class KeyValue:
+    """A KafkaRecordDeserializationSchema of its own: (key, value, partition) from the whole message."""
+
+    def deserialize(self, message):
+        return (message.key().decode(), message.value().decode(), message.partition())
+
+
+def test_set_deserializer_sees_the_whole_record(kafka):
+    name = kafka.new_topic(2)
+    produce(kafka.bootstrap, name, [(n % 2, f"k{n}".encode(), f"v{n}".encode()) for n in range(6)])
+    source = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(kafka.bootstrap)
+        .set_topics(name)
+        .set_deserializer(KeyValue())
+        .set_bounded(KafkaOffsetsInitializer.latest())
+        .build()
+    )
+    assert sorted(_drain(source)) == sorted((f"k{n}", f"v{n}", n % 2) for n in range(6))
+    with pytest.raises(TypeError, match="KafkaRecordDeserializationSchema"):
+        KafkaSource.builder().set_deserializer(object())
