@@ -1,0 +1,148 @@
+"""SQL connectors of this slice (`'connector' = ...` in CREATE TABLE): datagen (source), print and
+blackhole (sinks). Each validates its options up front: an unknown option lists the allowed ones.
+
+datagen follows Flink's options: `number-of-rows` (bounded), `rows-per-second` (default 10000),
+`fields.<f>.kind` = random | sequence, sequence `start`/`end` (the source ends when a sequence is
+exhausted), random `min`/`max` (numbers), `length` (strings, default 100). Random values are drawn
+from a generator seeded by the row's index, so a restored job regenerates the same rows.
+"""
+
+from __future__ import annotations
+
+import datetime
+import random
+import string
+from typing import Any
+
+from strom.common.row import Row
+from strom.datastream.functions import SinkFunction
+from strom.table.errors import NotSupportedYet, ValidationException
+from strom.table.types import DataType
+
+SOURCES = ("datagen",)
+SINKS = ("print", "blackhole")
+CONNECTORS = SOURCES + SINKS
+
+
+def validate_options(table: str, columns: list[tuple[str, DataType]], options: dict[str, str]) -> None:
+    connector = options.get("connector")
+    if connector is None:
+        raise ValidationException(f"table {table!r}: WITH needs 'connector' (one of: {', '.join(CONNECTORS)})")
+    if connector not in CONNECTORS:
+        raise NotSupportedYet(f"connector {connector!r} (table {table!r}); available: {', '.join(CONNECTORS)}")
+    allowed = {"connector"}
+    if connector == "datagen":
+        allowed |= {"number-of-rows", "rows-per-second"}
+        for name, _ in columns:
+            allowed |= {f"fields.{name}.{o}" for o in ("kind", "start", "end", "min", "max", "length")}
+    elif connector == "print":
+        allowed |= {"print-identifier", "standard-error", "sink.parallelism"}
+    elif connector == "blackhole":
+        pass
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise ValidationException(
+            f"table {table!r}: unsupported option {unknown[0]!r} for connector {connector!r}; "
+            f"allowed: {', '.join(sorted(allowed))}"
+        )
+    if connector == "datagen":
+        DatagenSpec(table, columns, options)  # validates kinds and bounds
+
+
+def _int_option(table: str, options: dict[str, str], key: str) -> int | None:
+    if key not in options:
+        return None
+    try:
+        return int(options[key])
+    except ValueError:
+        raise ValidationException(f"table {table!r}: option {key!r} must be an integer, got {options[key]!r}") from None
+
+
+class DatagenSpec:
+    """The generator of one datagen table: index -> row."""
+
+    def __init__(self, table: str, columns: list[tuple[str, DataType]], options: dict[str, str]) -> None:
+        self.names = [n for n, _ in columns]
+        self.fields: list[tuple[str, Any, Any, DataType]] = []  # (kind, a, b, type)
+        bounds = []
+        for name, t in columns:
+            kind = options.get(f"fields.{name}.kind", "random")
+            if kind == "sequence":
+                if not t.is_integral:
+                    raise NotSupportedYet(f"datagen sequence for {t.base()} column {name!r} (table {table!r})")
+                start = _int_option(table, options, f"fields.{name}.start")
+                end = _int_option(table, options, f"fields.{name}.end")
+                if start is None or end is None:
+                    raise ValidationException(
+                        f"table {table!r}: sequence field {name!r} needs 'fields.{name}.start' and 'fields.{name}.end'"
+                    )
+                if end < start:
+                    raise ValidationException(f"table {table!r}: fields.{name}.end {end} is below start {start}")
+                bounds.append(end - start + 1)
+                self.fields.append(("sequence", start, end, t))
+            elif kind == "random":
+                if t.root not in ("TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "STRING", "BOOLEAN",
+                                  "TIMESTAMP"):
+                    raise NotSupportedYet(f"datagen random values for {t.base()} column {name!r} (table {table!r})")
+                if t.root == "STRING":
+                    length = _int_option(table, options, f"fields.{name}.length")
+                    self.fields.append(("random", 100 if length is None else length, None, t))
+                elif t.is_numeric:
+                    lo = options.get(f"fields.{name}.min")
+                    hi = options.get(f"fields.{name}.max")
+                    conv = int if t.is_integral else float
+                    default_lo, default_hi = _RANGES.get(t.root, (-(2**31), 2**31 - 1))
+                    try:
+                        bounds_ = (conv(lo) if lo else default_lo, conv(hi) if hi else default_hi)
+                        self.fields.append(("random", bounds_[0], bounds_[1], t))
+                    except ValueError:
+                        raise ValidationException(
+                            f"table {table!r}: fields.{name}.min/max must be numbers, got {lo!r}/{hi!r}"
+                        ) from None
+                else:
+                    self.fields.append(("random", None, None, t))
+            else:
+                raise ValidationException(
+                    f"table {table!r}: fields.{name}.kind must be 'random' or 'sequence', got {kind!r}"
+                )
+        rows = _int_option(table, options, "number-of-rows")
+        if rows is not None:
+            bounds.append(rows)
+        self.count: int | None = min(bounds) if bounds else None
+        rate = options.get("rows-per-second")
+        self.rate: float | None = float(rate) if rate is not None else (None if self.count is not None else 10000.0)
+
+    def __call__(self, index: int) -> Row:
+        rnd = random.Random(index)
+        values = []
+        for kind, a, _b, t in self.fields:
+            if kind == "sequence":
+                values.append(a + index)
+            elif t.is_integral:
+                values.append(rnd.randint(a, _b))
+            elif t.is_numeric:
+                values.append(rnd.uniform(a, _b))
+            elif t.root == "STRING":
+                values.append("".join(rnd.choices(string.ascii_letters + string.digits, k=a)))
+            elif t.root == "BOOLEAN":
+                values.append(rnd.random() < 0.5)
+            else:  # TIMESTAMP: Flink's default max-past is 0, i.e. the current time
+                values.append(datetime.datetime.now().replace(microsecond=0))
+        return Row(**dict(zip(self.names, values, strict=True)))
+
+
+_RANGES = {
+    "TINYINT": (-128, 127),
+    "SMALLINT": (-32768, 32767),
+    "INT": (-(2**31), 2**31 - 1),
+    "BIGINT": (-(2**63), 2**63 - 1),
+    "FLOAT": (-3.4e38, 3.4e38),
+    "DOUBLE": (-1.7e308, 1.7e308),
+}
+
+
+class BlackHoleSink(SinkFunction):
+    """'connector' = 'blackhole': swallows every row (for benchmarks)."""
+
+    def invoke(self, value: Any, context: Any) -> None:
+        pass

@@ -1,0 +1,349 @@
+"""`EnvironmentSettings`, `TableEnvironment`, `StreamTableEnvironment` (PyFlink's): the catalog, SQL and
+Table API entry points, and execution of plans on Strom's DataStream runtime.
+
+Each query or INSERT runs as its own job on a fresh StreamExecutionEnvironment with this environment's
+configuration (as Flink submits one job per statement); to_changelog_stream / to_data_stream add the
+plan to the user's StreamExecutionEnvironment instead.
+
+BATCH (`in_batch_mode()`): the same plan runs bounded on the streaming runtime and aggregations emit
+only their final rows (insert-only results, as Flink's batch planner). Running bounded SQL on Spark, the
+project's direction for BATCH, is not wired yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from strom.common.configuration import Configuration
+from strom.common.row import Row
+from strom.datastream.data_stream import DataStream
+from strom.datastream.stream_execution_environment import StreamExecutionEnvironment
+from strom.table import connectors
+from strom.table.errors import NotSupportedYet, ValidationException
+from strom.table.expressions import Expression
+from strom.table.planner import builder
+from strom.table.planner.plan import PlanNode, SourceNode
+from strom.table.planner.translate import blackhole_sink, print_sink, translate
+from strom.table.schema import Schema
+from strom.table.sql import parser as sqlp
+from strom.table.sql.catalog import CATALOG, DATABASE, Catalog, CatalogTable, CatalogView
+from strom.table.table import Table
+from strom.table.table_result import ResultKind, TableResult
+from strom.table.types import DataType, DataTypes, check_value, type_of_value
+
+
+class EnvironmentSettings:
+    def __init__(self, streaming: bool = True, configuration: Configuration | None = None) -> None:
+        self._streaming = streaming
+        self._configuration = configuration or Configuration()
+
+    @staticmethod
+    def in_streaming_mode() -> EnvironmentSettings:
+        return EnvironmentSettings(True)
+
+    @staticmethod
+    def in_batch_mode() -> EnvironmentSettings:
+        return EnvironmentSettings(False)
+
+    @staticmethod
+    def new_instance() -> EnvironmentSettings.Builder:
+        return EnvironmentSettings.Builder()
+
+    def is_streaming_mode(self) -> bool:
+        return self._streaming
+
+    def get_configuration(self) -> Configuration:
+        return self._configuration
+
+    class Builder:
+        def __init__(self) -> None:
+            self._streaming = True
+            self._configuration = Configuration()
+
+        def in_streaming_mode(self) -> EnvironmentSettings.Builder:
+            self._streaming = True
+            return self
+
+        def in_batch_mode(self) -> EnvironmentSettings.Builder:
+            self._streaming = False
+            return self
+
+        def with_configuration(self, config: Configuration) -> EnvironmentSettings.Builder:
+            self._configuration.add_all(config)
+            return self
+
+        def build(self) -> EnvironmentSettings:
+            return EnvironmentSettings(self._streaming, self._configuration)
+
+
+class TableConfig:
+    """`t_env.get_config()`: reads and writes the environment's configuration (same keys as the job's)."""
+
+    def __init__(self, configuration: Configuration) -> None:
+        self._conf = configuration
+
+    def get_configuration(self) -> Configuration:
+        return self._conf
+
+    def set(self, key: str, value: str) -> TableConfig:
+        self._conf.set_string(key, value)
+        return self
+
+    def get(self, key: str, default_value: Any = None) -> Any:
+        return self._conf.get_string(key, default_value)
+
+
+class TableEnvironment:
+    def __init__(self, env: StreamExecutionEnvironment, streaming: bool) -> None:
+        self._env = env
+        self._streaming = streaming
+        self._catalog = Catalog()
+        self._elements_count = 0
+
+    @staticmethod
+    def create(environment_settings: EnvironmentSettings | Configuration | None = None) -> TableEnvironment:
+        if isinstance(environment_settings, Configuration):
+            environment_settings = EnvironmentSettings(True, environment_settings)
+        settings = environment_settings or EnvironmentSettings.in_streaming_mode()
+        env = StreamExecutionEnvironment(settings.get_configuration())
+        return TableEnvironment(env, settings.is_streaming_mode())
+
+    @property
+    def _final_only(self) -> bool:
+        return not self._streaming
+
+    def get_config(self) -> TableConfig:
+        return TableConfig(self._env.get_configuration())
+
+    # -- tables ----------------------------------------------------------------------------------
+    def from_elements(self, elements: Any, schema: Any = None, verify_schema: bool = True) -> Table:
+        elements = list(elements)
+        rows = [tuple(e) if isinstance(e, (tuple, list)) else (e,) for e in elements]
+        if isinstance(schema, Schema):
+            columns = list(schema.columns)
+        elif isinstance(schema, DataType):
+            if schema.root != "ROW":
+                raise ValidationException(f"from_elements: schema must be DataTypes.ROW([...]), got {schema}")
+            columns = list(schema.fields)
+        else:
+            names = list(schema) if schema is not None else None
+            if not rows:
+                raise ValidationException("from_elements: cannot infer the column types of an empty list; pass "
+                                          "DataTypes.ROW([...])")
+            first = rows[0]
+            if names is None:
+                row_names = getattr(first, "_fields", None) if isinstance(elements[0], Row) else None
+                names = list(row_names) if row_names else [f"_{i + 1}" for i in range(len(first))]
+            if len(names) != len(first):
+                raise ValidationException(f"from_elements: {len(names)} column names for rows of {len(first)} fields")
+            columns = [(n, type_of_value(v) if v is not None else DataTypes.STRING()) for n, v in zip(
+                names, first, strict=True)]
+        for r in rows:
+            if len(r) != len(columns):
+                raise ValidationException(f"from_elements: row {r!r} has {len(r)} fields, the schema {len(columns)}")
+        if verify_schema:
+            rows = [tuple(check_value(v, t, n) for v, (n, t) in zip(r, columns, strict=True)) for r in rows]
+        self._elements_count += 1
+        name = f"Unregistered_Collection_Source_{self._elements_count}"
+        return Table(self, SourceNode(columns, table_name=name, elements=rows))
+
+    def create_temporary_view(self, view_path: str, table_or_data_stream: Any, *fields: Any) -> None:
+        if not isinstance(table_or_data_stream, Table):
+            raise NotSupportedYet("create_temporary_view from a DataStream")
+        if fields:
+            raise NotSupportedYet("create_temporary_view with field expressions")
+        self._catalog.register(CatalogView(self._catalog.normalize(view_path), table_or_data_stream._node))
+
+    def from_path(self, path: str) -> Table:
+        return Table(self, self._scan(path))
+
+    def list_tables(self) -> list[str]:
+        return self._catalog.names()
+
+    def list_views(self) -> list[str]:
+        return self._catalog.names(views_only=True)
+
+    def list_temporary_views(self) -> list[str]:
+        return self._catalog.names(views_only=True)
+
+    def drop_temporary_view(self, view_path: str) -> bool:
+        try:
+            self._catalog.drop(view_path, if_exists=False, view=True)
+        except ValidationException:
+            return False
+        return True
+
+    def _scan(self, path: str) -> PlanNode:
+        obj = self._catalog.get(path)
+        if isinstance(obj, CatalogView):
+            return obj.node
+        connector = obj.options.get("connector")
+        if connector not in connectors.SOURCES:
+            raise ValidationException(f"table {obj.name!r} (connector {connector!r}) is a sink and cannot be read")
+        if not self._streaming and obj.options.get("connector") == "datagen":
+            if connectors.DatagenSpec(obj.name, obj.columns, obj.options).count is None:
+                raise ValidationException(
+                    f"table {obj.name!r} is unbounded; batch mode needs bounded sources (set 'number-of-rows')"
+                )
+        return SourceNode(list(obj.columns), table_name=f"{CATALOG}.{DATABASE}.{obj.name}", options=dict(obj.options))
+
+    # -- SQL -------------------------------------------------------------------------------------
+    def sql_query(self, query: str) -> Table:
+        return Table(self, self._plan_query(sqlp.parse_query(query)))
+
+    def execute_sql(self, stmt: str) -> TableResult:
+        s = sqlp.parse_statement(stmt)
+        if isinstance(s, sqlp.CreateTable):
+            connectors.validate_options(s.name, s.columns, s.options)
+            self._catalog.register(CatalogTable(self._catalog.normalize(s.name), s.columns, s.options),
+                                   if_not_exists=s.if_not_exists)
+            return _ok()
+        if isinstance(s, sqlp.CreateView):
+            node = self._plan_query(s.query)
+            self._catalog.register(CatalogView(self._catalog.normalize(s.name), node), if_not_exists=s.if_not_exists)
+            return _ok()
+        if isinstance(s, sqlp.Drop):
+            self._catalog.drop(s.name, s.if_exists, s.view)
+            return _ok()
+        if isinstance(s, sqlp.Show):
+            column = "table name" if s.what == "TABLES" else "view name"
+            names = self._catalog.names(views_only=s.what == "VIEWS")
+            return TableResult([(column, DataTypes.STRING(False))], ResultKind.SUCCESS_WITH_CONTENT,
+                               rows=[Row(n) for n in names])
+        if isinstance(s, sqlp.Describe):
+            return self._describe(s.name)
+        if isinstance(s, sqlp.Explain):
+            text = "== Optimized Physical Plan ==\n" + self._plan_query(s.query).digest() + "\n"
+            return TableResult([("result", DataTypes.STRING(False))], ResultKind.SUCCESS_WITH_CONTENT,
+                               rows=[Row(text)])
+        if isinstance(s, sqlp.Insert):
+            return self._insert(s.target, self._plan_query(s.query))
+        if isinstance(s, sqlp.Query):
+            return self._execute_query(self._plan_query(s.query))
+        raise NotSupportedYet(f"statement {type(s).__name__}")
+
+    def _describe(self, name: str) -> TableResult:
+        obj = self._catalog.get(name)
+        columns = obj.columns if isinstance(obj, CatalogTable) else obj.node.columns
+        s, b = DataTypes.STRING(), DataTypes.BOOLEAN(False)
+        schema = [("name", s), ("type", s), ("null", b), ("key", s), ("extras", s), ("watermark", s)]
+        rows = [Row(n, t.base(), t.nullable, "", "", "") for n, t in columns]
+        return TableResult(schema, ResultKind.SUCCESS_WITH_CONTENT, rows=rows)
+
+    def _plan_query(self, tree: Any) -> PlanNode:
+        return self._plan_parts(sqlp.select_parts(tree))
+
+    def _plan_parts(self, parts: sqlp.SelectParts) -> PlanNode:
+        source = self._plan_parts(parts.source) if isinstance(parts.source, sqlp.SelectParts) else self._scan(
+            parts.source)
+        if parts.group_by is not None:
+            node = source if parts.where is None else builder.filter_(source, parts.where)
+            return builder.aggregate(node, parts.group_by, parts.select, parts.having, self._final_only)
+        if parts.having is not None and not any(e.contains_aggregate() for e in parts.select):
+            raise NotSupportedYet("HAVING without GROUP BY or aggregates")
+        if any(e.contains_aggregate() for e in parts.select) or parts.having is not None:
+            node = source if parts.where is None else builder.filter_(source, parts.where)
+            return builder.aggregate(node, [], parts.select, parts.having, self._final_only)
+        return builder.select(source, parts.select, parts.where)
+
+    # -- execution -------------------------------------------------------------------------------
+    def _job_env(self) -> StreamExecutionEnvironment:
+        return StreamExecutionEnvironment(self._env.get_configuration().copy())
+
+    def _execute_query(self, node: PlanNode) -> TableResult:
+        env = self._job_env()
+        ds = translate(node, env)
+
+        def start() -> Any:
+            return ds.execute_and_collect("collect")
+
+        return TableResult(list(node.columns), ResultKind.SUCCESS_WITH_CONTENT, start=start,
+                           streaming=self._streaming)
+
+    def _insert(self, target: str, node: PlanNode) -> TableResult:
+        obj = self._catalog.get(target)
+        if isinstance(obj, CatalogView):
+            raise ValidationException(f"cannot INSERT INTO view {obj.name!r}")
+        connector = obj.options.get("connector")
+        if connector not in connectors.SINKS:
+            raise ValidationException(f"table {obj.name!r} (connector {connector!r}) is a source and cannot be written")
+        sink_types = [t for _, t in obj.columns]
+        query_types = [t for _, t in node.columns]
+        if len(sink_types) != len(query_types):
+            raise ValidationException(
+                f"INSERT INTO {obj.name}: the query has {len(query_types)} columns, the sink {len(sink_types)} "
+                f"({', '.join(n for n, _ in obj.columns)})"
+            )
+        for (n, st), qt in zip(obj.columns, query_types, strict=True):
+            if st.root != qt.root and not (st.is_numeric and qt.is_numeric):
+                raise ValidationException(f"INSERT INTO {obj.name}: column {n!r} is {st.base()}, the query gives "
+                                          f"{qt.base()}")
+        env = self._job_env()
+        ds = translate(node, env)
+        uid = node.uid("sink-" + obj.name)
+        if connector == "print":
+            print_sink(ds, obj.options, uid)
+        else:
+            blackhole_sink(ds, uid)
+        full = f"{CATALOG}.{DATABASE}.{obj.name}"
+        client = env.execute_async(f"insert-into_{full}")
+        return TableResult([(full, DataTypes.BIGINT(False))], ResultKind.SUCCESS_WITH_CONTENT, rows=[Row(-1)],
+                           job_client=client)
+
+    def execute_plan_to_stream(self, table: Table, env: StreamExecutionEnvironment) -> DataStream:
+        return translate(table._node, env)
+
+
+class StreamTableEnvironment(TableEnvironment):
+    @staticmethod
+    def create(  # type: ignore[override]
+        stream_execution_environment: StreamExecutionEnvironment | None = None,
+        environment_settings: EnvironmentSettings | None = None,
+    ) -> StreamTableEnvironment:
+        env = stream_execution_environment or StreamExecutionEnvironment.get_execution_environment()
+        streaming = environment_settings.is_streaming_mode() if environment_settings else True
+        if not streaming:
+            raise ValidationException("StreamTableEnvironment runs in streaming mode; use TableEnvironment.create("
+                                      "EnvironmentSettings.in_batch_mode()) for batch")
+        return StreamTableEnvironment(env, True)
+
+    def to_changelog_stream(self, table: Table, target_schema: Any = None, changelog_mode: Any = None) -> DataStream:
+        """The table as a DataStream of Rows, each with its RowKind (+I, -U, +U, -D)."""
+        if target_schema is not None or changelog_mode is not None:
+            raise NotSupportedYet("to_changelog_stream with a target schema or changelog mode")
+        return translate(table._node, self._env)
+
+    def to_data_stream(self, table: Table, target_data_type: Any = None) -> DataStream:
+        """An insert-only table as a DataStream of Rows; an updating table is refused, as Flink does."""
+        if target_data_type is not None:
+            raise NotSupportedYet("to_data_stream with a target data type")
+        node = table._node
+        if node.updating:
+            raise ValidationException(
+                f"Table sink '*anonymous_datastream_sink*' doesn't support consuming update changes which is "
+                f"produced by node {_updating_node(node).describe()}; use to_changelog_stream"
+            )
+        return translate(node, self._env)
+
+    def to_append_stream(self, table: Table, type_info: Any) -> DataStream:
+        return self.to_data_stream(table)
+
+    def to_retract_stream(self, table: Table, type_info: Any) -> DataStream:
+        raise NotSupportedYet("to_retract_stream (use to_changelog_stream)")
+
+    def from_data_stream(self, data_stream: DataStream, *fields_or_schema: Expression | Schema) -> Table:
+        raise NotSupportedYet("from_data_stream")
+
+    def from_changelog_stream(self, data_stream: DataStream, *args: Any) -> Table:
+        raise NotSupportedYet("from_changelog_stream")
+
+
+def _updating_node(node: PlanNode) -> PlanNode:
+    for i in node.inputs:
+        if i.updating:
+            return _updating_node(i)
+    return node
+
+
+def _ok() -> TableResult:
+    return TableResult([("result", DataTypes.STRING(False))], ResultKind.SUCCESS, rows=[Row("OK")])

@@ -1,0 +1,141 @@
+"""Group aggregation as Flink's GroupAggFunction: per key, accumulators in ValueState; each input row
+accumulates (+I/+U) or retracts (-U/-D); the output is a changelog: +I for a new group, -U(old)/+U(new)
+when its result changes (nothing when unchanged), -D when its last row was retracted.
+
+BATCH (`final_only`): no per-row output; one +I per group when the bounded input ends (a timer at the
+maximum watermark), which is the insert-only final result Flink's batch planner produces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from strom.common.row import Row, RowKind
+from strom.common.time import MAX_WATERMARK
+from strom.common.typeinfo import Types
+from strom.datastream.functions import KeyedProcessFunction
+from strom.datastream.state import ValueStateDescriptor
+from strom.table.planner.plan import AggCall
+
+_RETRACTIONS = (RowKind.UPDATE_BEFORE, RowKind.DELETE)
+
+
+class _Acc:
+    """One aggregate's accumulator as plain data (pickles into state): see new/add/retract/value."""
+
+    @staticmethod
+    def new(agg: AggCall) -> Any:
+        if agg.distinct or agg.function in ("min", "max"):
+            return {}  # value -> multiplicity (retractable MIN/MAX, DISTINCT)
+        if agg.function == "count":
+            return 0
+        return [0, 0]  # sum, avg: [sum, non-null count]
+
+    @staticmethod
+    def add(agg: AggCall, acc: Any, v: Any, sign: int) -> Any:
+        if agg.arg is not None and v is None:
+            return acc  # aggregates skip NULL
+        if isinstance(acc, dict):
+            n = acc.get(v, 0) + sign
+            if n:
+                acc[v] = n
+            else:
+                acc.pop(v, None)
+            return acc
+        if agg.function == "count":
+            return acc + sign
+        acc[0] += v * sign
+        acc[1] += sign
+        return acc
+
+    @staticmethod
+    def value(agg: AggCall, acc: Any) -> Any:
+        f = agg.function
+        if isinstance(acc, dict):
+            values = list(acc)
+            if f == "count":
+                return len(values)
+            if not values:
+                return None
+            if f == "min":
+                return min(values)
+            if f == "max":
+                return max(values)
+            total = sum(values)
+            return total if f == "sum" else _avg(total, len(values), agg)
+        if f == "count":
+            return acc
+        if acc[1] == 0:
+            return None
+        return acc[0] if f == "sum" else _avg(acc[0], acc[1], agg)
+
+
+def _avg(total: Any, n: int, agg: AggCall) -> Any:
+    if agg.data_type.is_integral:  # Flink: AVG of an integer column is an integer (truncated toward zero)
+        q = abs(total) // n
+        return q if total >= 0 else -q
+    return total / n
+
+
+class GroupAggFunction(KeyedProcessFunction):
+    def __init__(self, key_count: int, aggs: list[AggCall], names: list[str], final_only: bool):
+        self.key_count = key_count
+        self.aggs = aggs
+        self.names = names
+        self.final_only = final_only
+
+    def open(self, runtime_context: Any) -> None:
+        self.state = runtime_context.get_state(ValueStateDescriptor("group-agg-accs", Types.PICKLED_BYTE_ARRAY()))
+
+    def _result(self, key: tuple, accs: list[Any], kind: RowKind) -> Row:
+        row = Row(**dict(zip(self.names, (*key, *(_Acc.value(a, s) for a, s in zip(
+            self.aggs, accs, strict=True))), strict=True)))
+        row.set_row_kind(kind)
+        return row
+
+    def process_element(self, value: Any, ctx: Any) -> Iterator[Row]:
+        key = tuple(value[: self.key_count])
+        retract = value.get_row_kind() in _RETRACTIONS if isinstance(value, Row) else False
+        stored = self.state.value()
+        if stored is None:
+            if retract:
+                return  # a retraction for a group that does not exist (e.g. state expired): ignored, as Flink
+            count, accs, first = 0, [_Acc.new(a) for a in self.aggs], True
+            if self.final_only:
+                ctx.timer_service().register_event_time_timer(MAX_WATERMARK)
+        else:
+            count, accs = stored
+            first = False
+        before = None if first or self.final_only else self._result(key, accs, RowKind.UPDATE_BEFORE)
+        sign = -1 if retract else 1
+        for i, agg in enumerate(self.aggs):
+            arg = None if agg.arg is None else value[agg.arg]
+            if agg.arg is None:
+                arg = 1  # COUNT(*)
+            accs[i] = _Acc.add(agg, accs[i], arg, sign)
+        count += sign
+        if count <= 0 and not self.final_only:
+            self.state.clear()
+            if before is not None:
+                before.set_row_kind(RowKind.DELETE)
+                yield before
+            return
+        self.state.update((count, accs))
+        if self.final_only:
+            return
+        if first:
+            yield self._result(key, accs, RowKind.INSERT)
+            return
+        after = self._result(key, accs, RowKind.UPDATE_AFTER)
+        assert before is not None
+        if tuple(after) == tuple(before):
+            return  # unchanged result: Flink emits nothing (without state TTL)
+        yield before
+        yield after
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Iterator[Row]:
+        stored = self.state.value()
+        if stored is not None and stored[0] > 0:
+            yield self._result(tuple(ctx.get_current_key()), stored[1], RowKind.INSERT)
+        self.state.clear()

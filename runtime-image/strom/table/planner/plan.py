@@ -1,0 +1,114 @@
+"""Logical plan nodes, shared by the Table API and SQL.
+
+A node knows its output columns (name, DataType) and whether it produces an updating changelog
+(-U/+U/-D) or inserts only, as Flink's planner infers changelog modes. `digest()` describes the node
+and its inputs; operator uids derive from it, so the same query gets the same uids (savepoint restore).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from strom.table.expressions import Expression
+from strom.table.types import DataType
+
+Columns = list[tuple[str, DataType]]
+
+
+@dataclass(eq=False)
+class PlanNode:
+    columns: Columns
+
+    @property
+    def inputs(self) -> list[PlanNode]:
+        return []
+
+    @property
+    def updating(self) -> bool:
+        return any(i.updating for i in self.inputs)
+
+    def names(self) -> list[str]:
+        return [n for n, _ in self.columns]
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def digest(self) -> str:
+        return self.describe() + "".join(f"\n  <- {i.digest()}" for i in self.inputs)
+
+    def uid(self, kind: str) -> str:
+        return f"{kind}_{hashlib.sha1(self.digest().encode()).hexdigest()[:16]}"
+
+
+@dataclass(eq=False)
+class SourceNode(PlanNode):
+    """A table's rows: `elements` (from_elements) or a connector (`options` of CREATE TABLE)."""
+
+    table_name: str = ""
+    elements: list[tuple[Any, ...]] | None = None
+    options: dict[str, str] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        cols = ", ".join(f"{n} {t}" for n, t in self.columns)
+        if self.elements is not None:
+            return f"Values(table=[{self.table_name}], rows={len(self.elements)}, schema=[{cols}])"
+        opts = ", ".join(f"{k}={v}" for k, v in sorted(self.options.items()))
+        return f"TableSourceScan(table=[{self.table_name}], schema=[{cols}], options=[{opts}])"
+
+
+@dataclass(eq=False)
+class CalcNode(PlanNode):
+    """Projection and filter in one step (Flink's Calc): keeps each row's RowKind."""
+
+    input: PlanNode | None = None
+    projections: list[Expression] = field(default_factory=list)
+    condition: Expression | None = None
+
+    @property
+    def inputs(self) -> list[PlanNode]:
+        assert self.input is not None
+        return [self.input]
+
+    def describe(self) -> str:
+        select = ", ".join(f"{e.sql()} AS {n}" for e, (n, _) in zip(self.projections, self.columns, strict=True))
+        where = f", where=[{self.condition.sql()}]" if self.condition is not None else ""
+        return f"Calc(select=[{select}]{where})"
+
+
+@dataclass(frozen=True)
+class AggCall:
+    function: str  # count, sum, avg, min, max
+    arg: int | None  # input column index; None for COUNT(*)
+    distinct: bool
+    data_type: DataType
+    text: str  # the call as written, for digests and messages
+
+
+@dataclass(eq=False)
+class GroupAggregateNode(PlanNode):
+    """GROUP BY keys (input column indexes) with aggregate calls; output = keys then aggregate values.
+    Streaming: an updating changelog (+I, then -U/+U per change, -D when a group empties)."""
+
+    input: PlanNode | None = None
+    keys: list[int] = field(default_factory=list)
+    aggs: list[AggCall] = field(default_factory=list)
+    final_only: bool = False  # BATCH: one +I per group at the end of the input
+
+    @property
+    def inputs(self) -> list[PlanNode]:
+        assert self.input is not None
+        return [self.input]
+
+    @property
+    def updating(self) -> bool:
+        return not self.final_only
+
+    def describe(self) -> str:
+        assert self.input is not None
+        in_names = self.input.names()
+        group = ", ".join(in_names[k] for k in self.keys)
+        select = ", ".join([in_names[k] for k in self.keys] + [f"{a.text} AS {n}" for a, (n, _) in zip(
+            self.aggs, self.columns[len(self.keys):], strict=True)])
+        return f"GroupAggregate(groupBy=[{group}], select=[{select}])"

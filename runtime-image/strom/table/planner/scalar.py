@@ -1,0 +1,337 @@
+"""Compile a scalar `Expression` against an input schema into (function over a row tuple, result DataType).
+
+Semantics follow Flink SQL: NULL in -> NULL out for operators and functions, three-valued AND/OR,
+integer division truncates toward zero (INT / INT is INT), CAST renders as Flink's cast rules.
+An unknown column is a one-line ValidationException naming it and the available columns.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from strom.table.errors import NotSupportedYet, ValidationException
+from strom.table.expressions import Expression
+from strom.table.planner.values import sql_string
+from strom.table.types import DataType, DataTypes, type_of_value, wider_numeric
+
+Fn = Callable[[Sequence[Any]], Any]
+Columns = Sequence[tuple[str, DataType]]
+
+
+def column_index(name: str, columns: Columns) -> int:
+    names = [n for n, _ in columns]
+    if name in names:
+        return names.index(name)
+    raise ValidationException(f"unknown column {name!r}; available columns: {', '.join(names) or '(none)'}")
+
+
+def compile_scalar(e: Expression, columns: Columns) -> tuple[Fn, DataType]:
+    if e.op == "alias":
+        return compile_scalar(e.args[0], columns)
+    if e.op == "col":
+        i = column_index(e.name, columns)
+        return (lambda row: row[i]), columns[i][1]
+    if e.op == "lit":
+        v = e.value
+        t = e.data_type or (type_of_value(v) if v is not None else DataTypes.STRING())
+        if e.data_type is None and isinstance(v, int) and not isinstance(v, bool) and -(2**31) <= v < 2**31:
+            t = DataTypes.INT(False)  # Flink types an integer literal INT when it fits
+        if v is not None:
+            t = t.not_null()
+        return (lambda row: v), t
+    if e.op == "agg":
+        raise ValidationException(f"aggregate {e.sql()} is not allowed here (only in a grouped select or HAVING)")
+    if e.op != "call":
+        raise NotSupportedYet(f"expression {e.op!r}")
+    compiled = [compile_scalar(a, columns) for a in e.args]
+    fns = [f for f, _ in compiled]
+    types = [t for _, t in compiled]
+    builder = _CALLS.get(e.name)
+    if builder is None:
+        raise NotSupportedYet(f"function {e.name.upper()}")
+    return builder(e, fns, types)
+
+
+# -- builders ------------------------------------------------------------------------------------
+def _need_numeric(e: Expression, types: list[DataType]) -> None:
+    for a, t in zip(e.args, types, strict=True):
+        if not t.is_numeric:
+            raise ValidationException(f"{e.sql()}: operand {a.sql()} is {t}, expected a numeric type")
+
+
+def _arith(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    _need_numeric(e, types)
+    a, b = fns
+    t = wider_numeric(types[0], types[1])
+    integral = t.is_integral
+    op = e.name
+
+    def f(row: Sequence[Any]) -> Any:
+        x, y = a(row), b(row)
+        if x is None or y is None:
+            return None
+        if op == "+":
+            return x + y
+        if op == "-":
+            return x - y
+        if op == "*":
+            return x * y
+        if integral:
+            if y == 0:
+                raise ArithmeticError(f"{e.sql()}: division by zero")
+            q = abs(x) // abs(y) * (1 if (x >= 0) == (y >= 0) else -1)  # Java: truncate toward zero
+            return q if op == "/" else x - q * y
+        if op == "/":
+            if y == 0:
+                return math.nan if x == 0 or math.isnan(x) else math.copysign(math.inf, x) * math.copysign(1, y)
+            return x / y
+        return math.fmod(x, y) if y != 0 else math.nan
+
+    return f, t if not integral or op in ("+", "-", "*", "/", "%") else t
+
+
+_CMP: dict[str, Callable[[Any, Any], bool]] = {
+    "=": lambda x, y: x == y,
+    "<>": lambda x, y: x != y,
+    "<": lambda x, y: x < y,
+    "<=": lambda x, y: x <= y,
+    ">": lambda x, y: x > y,
+    ">=": lambda x, y: x >= y,
+}
+
+
+def _comparable(t1: DataType, t2: DataType) -> bool:
+    return (t1.is_numeric and t2.is_numeric) or t1.root == t2.root
+
+
+def _compare(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    if not _comparable(types[0], types[1]):
+        raise ValidationException(f"{e.sql()}: cannot compare {types[0]} with {types[1]}")
+    a, b = fns
+    cmp = _CMP[e.name]
+
+    def f(row: Sequence[Any]) -> Any:
+        x, y = a(row), b(row)
+        return None if x is None or y is None else cmp(x, y)
+
+    return f, DataTypes.BOOLEAN(types[0].nullable or types[1].nullable)
+
+
+def _need_boolean(e: Expression, types: list[DataType]) -> None:
+    for a, t in zip(e.args, types, strict=True):
+        if t.root != "BOOLEAN":
+            raise ValidationException(f"{e.sql()}: operand {a.sql()} is {t}, expected BOOLEAN")
+
+
+def _and(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    _need_boolean(e, types)
+    a, b = fns
+
+    def f(row: Sequence[Any]) -> Any:
+        x = a(row)
+        if x is False:
+            return False
+        y = b(row)
+        if y is False:
+            return False
+        return None if x is None or y is None else True
+
+    return f, DataTypes.BOOLEAN()
+
+
+def _or(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    _need_boolean(e, types)
+    a, b = fns
+
+    def f(row: Sequence[Any]) -> Any:
+        x = a(row)
+        if x is True:
+            return True
+        y = b(row)
+        if y is True:
+            return True
+        return None if x is None or y is None else False
+
+    return f, DataTypes.BOOLEAN()
+
+
+def _not(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    _need_boolean(e, types)
+    (a,) = fns
+    return (lambda row: None if (x := a(row)) is None else not x), DataTypes.BOOLEAN()
+
+
+def _unary(fn: Callable[[Any], Any], result: Callable[[list[DataType]], DataType], kind: str = "any"):
+    def build(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+        if kind == "string" and types[0].root != "STRING":
+            raise ValidationException(f"{e.sql()}: argument {e.args[0].sql()} is {types[0]}, expected STRING")
+        if kind == "numeric":
+            _need_numeric(e, types)
+        (a,) = fns
+        return (lambda row: None if (x := a(row)) is None else fn(x)), result(types)
+
+    return build
+
+
+def _concat(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    for a, t in zip(e.args, types, strict=True):
+        if t.root != "STRING":
+            raise ValidationException(f"{e.sql()}: argument {a.sql()} is {t}, expected STRING (CAST it)")
+
+    def f(row: Sequence[Any]) -> Any:
+        parts = [g(row) for g in fns]
+        return None if any(p is None for p in parts) else "".join(parts)
+
+    return f, DataTypes.STRING()
+
+
+def _coalesce(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    result = types[0]
+    for a, t in zip(e.args[1:], types[1:], strict=True):
+        if not _comparable(result, t):
+            raise ValidationException(f"{e.sql()}: argument {a.sql()} is {t}, expected {result.base()}")
+        if result.is_numeric and t.is_numeric:
+            result = wider_numeric(result, t)
+
+    def f(row: Sequence[Any]) -> Any:
+        for g in fns:
+            v = g(row)
+            if v is not None:
+                return v
+        return None
+
+    return f, DataType(result.root, all(t.nullable for t in types), result.precision)
+
+
+def _case(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    pairs = [(fns[i], fns[i + 1]) for i in range(0, len(fns) - 1, 2)]
+    default = fns[-1] if len(fns) % 2 else None
+    value_types = [types[i + 1] for i in range(0, len(fns) - 1, 2)] + ([types[-1]] if default else [])
+    for i in range(0, len(fns) - 1, 2):
+        if types[i].root != "BOOLEAN":
+            raise ValidationException(f"CASE: condition {e.args[i].sql()} is {types[i]}, expected BOOLEAN")
+    result = value_types[0]
+    for t in value_types[1:]:
+        if not _comparable(result, t):
+            raise ValidationException(f"CASE: branches have incompatible types {result.base()} and {t.base()}")
+        if result.is_numeric:
+            result = wider_numeric(result, t)
+
+    def f(row: Sequence[Any]) -> Any:
+        for cond, val in pairs:
+            if cond(row) is True:
+                return val(row)
+        return default(row) if default is not None else None
+
+    return f, DataType(result.root, True, result.precision)
+
+
+def _is_null(negate: bool):
+    def build(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+        (a,) = fns
+        return (lambda row: (a(row) is None) != negate), DataTypes.BOOLEAN(False)
+
+    return build
+
+
+def _in(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    a, *rest = fns
+
+    def f(row: Sequence[Any]) -> Any:
+        x = a(row)
+        if x is None:
+            return None
+        values = [g(row) for g in rest]
+        if x in values:
+            return True
+        return None if None in values else False
+
+    return f, DataTypes.BOOLEAN()
+
+
+def _like(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    a, b = fns
+
+    def f(row: Sequence[Any]) -> Any:
+        x, p = a(row), b(row)
+        if x is None or p is None:
+            return None
+        regex = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in p)
+        return re.fullmatch(regex, x, re.DOTALL) is not None
+
+    return f, DataTypes.BOOLEAN()
+
+
+def cast_value(v: Any, source: DataType, target: DataType, safe: bool, what: str) -> Any:
+    if v is None:
+        return None
+    try:
+        root = target.root
+        if root == "STRING":
+            return sql_string(v, source)
+        if target.is_integral:
+            if isinstance(v, str):
+                return int(v.strip())
+            if isinstance(v, bool):
+                return int(v)
+            return int(v)  # doubles truncate toward zero, as Java's (int) cast
+        if root in ("DOUBLE", "FLOAT"):
+            return float(v.strip()) if isinstance(v, str) else float(v)
+        if root == "BOOLEAN":
+            if isinstance(v, str):
+                s = v.strip().lower()
+                if s in ("true", "false"):
+                    return s == "true"
+                raise ValueError(v)
+            return bool(v)
+        if root == "TIMESTAMP":
+            if isinstance(v, str):
+                return datetime.datetime.fromisoformat(v.strip())
+            if isinstance(v, datetime.datetime):
+                return v
+        if root == "DATE":
+            if isinstance(v, str):
+                return datetime.date.fromisoformat(v.strip())
+            if isinstance(v, datetime.datetime):
+                return v.date()
+    except (ValueError, TypeError, OverflowError):
+        if safe:
+            return None
+        raise ValueError(f"{what}: cannot cast {v!r} to {target.base()}") from None
+    raise NotSupportedYet(f"CAST from {source.base()} to {target.base()}")
+
+
+def _cast(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    (a,) = fns
+    source, target, safe = types[0], e.data_type, bool(e.value)
+    assert target is not None
+    what = e.sql()
+    return (lambda row: cast_value(a(row), source, target, safe, what)), DataType(
+        target.root, source.nullable or safe, target.precision
+    )
+
+
+_CALLS: dict[str, Callable[[Expression, list[Fn], list[DataType]], tuple[Fn, DataType]]] = {
+    **{op: _arith for op in ("+", "-", "*", "/", "%")},
+    **{op: _compare for op in _CMP},
+    "and": _and,
+    "or": _or,
+    "not": _not,
+    "neg": _unary(lambda x: -x, lambda ts: ts[0], "numeric"),
+    "abs": _unary(abs, lambda ts: ts[0], "numeric"),
+    "upper": _unary(str.upper, lambda ts: DataTypes.STRING(ts[0].nullable), "string"),
+    "lower": _unary(str.lower, lambda ts: DataTypes.STRING(ts[0].nullable), "string"),
+    "char_length": _unary(len, lambda ts: DataTypes.INT(ts[0].nullable), "string"),
+    "concat": _concat,
+    "coalesce": _coalesce,
+    "case": _case,
+    "is_null": _is_null(False),
+    "is_not_null": _is_null(True),
+    "in": _in,
+    "like": _like,
+    "cast": _cast,
+}

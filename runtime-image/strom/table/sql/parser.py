@@ -1,0 +1,449 @@
+"""Flink SQL -> statements and plans, with sqlglot as the parser.
+
+Why sqlglot: a well-kept, pure-Python SQL parser with dialects; Flink SQL's surface (backquoted
+identifiers, `WITH ('k' = 'v')` table options, `||`, CAST/TRY_CAST) is what sqlglot's Hive dialect
+reads, so we parse with `read="hive"` and map its tree onto Strom's plan. Where Flink differs, this
+module decides: the statements sqlglot does not know (SHOW TABLES, EXPLAIN, WATERMARK FOR, ...) are
+recognized first by their leading keywords, and anything not translated here is refused with a one-line
+"not supported yet: <clause>" error rather than run differently from Flink.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from strom.table.errors import NotSupportedYet, SqlParserException, ValidationException
+from strom.table.expressions import Expression, coalesce, col, concat, lit
+from strom.table.types import DataType, DataTypes
+
+DIALECT = "hive"
+
+
+# -- statements ------------------------------------------------------------------------------------
+@dataclass
+class CreateTable:
+    name: str
+    columns: list[tuple[str, DataType]]
+    options: dict[str, str]
+    if_not_exists: bool
+
+
+@dataclass
+class CreateView:
+    name: str
+    query: exp.Expression
+    if_not_exists: bool
+
+
+@dataclass
+class Drop:
+    name: str
+    if_exists: bool
+    view: bool
+
+
+@dataclass
+class Insert:
+    target: str
+    query: exp.Expression
+
+
+@dataclass
+class Query:
+    query: exp.Expression
+
+
+@dataclass
+class Show:
+    what: str  # TABLES or VIEWS
+
+
+@dataclass
+class Describe:
+    name: str
+
+
+@dataclass
+class Explain:
+    query: exp.Expression
+
+
+Statement = CreateTable | CreateView | Drop | Insert | Query | Show | Describe | Explain
+
+_UNSUPPORTED_LEADS = [
+    (r"SHOW\s+(FUNCTIONS|USER\s+FUNCTIONS)", "SHOW FUNCTIONS"),
+    (r"SHOW\s+CATALOGS", "SHOW CATALOGS"),
+    (r"SHOW\s+DATABASES", "SHOW DATABASES"),
+    (r"SHOW\s+\w+", "SHOW (only SHOW TABLES and SHOW VIEWS)"),
+    (r"SET\b", "SET"),
+    (r"RESET\b", "RESET"),
+    (r"USE\b", "USE"),
+    (r"BEGIN\s+STATEMENT\s+SET", "BEGIN STATEMENT SET"),
+    (r"EXECUTE\b", "EXECUTE STATEMENT SET"),
+    (r"ALTER\b", "ALTER"),
+    (r"CREATE\s+(TEMPORARY\s+)?(SYSTEM\s+)?FUNCTION", "CREATE FUNCTION (Python UDFs)"),
+    (r"CREATE\s+CATALOG", "CREATE CATALOG"),
+    (r"CREATE\s+DATABASE", "CREATE DATABASE"),
+    (r"LOAD\s+MODULE|UNLOAD\s+MODULE", "modules"),
+    (r"INSERT\s+OVERWRITE", "INSERT OVERWRITE"),
+]
+
+
+def _strip(sql: str) -> str:
+    text = sql.strip()
+    while text.endswith(";"):
+        text = text[:-1].rstrip()
+    return text
+
+
+def parse_statement(sql: str) -> Statement:
+    text = _strip(sql)
+    if not text:
+        raise SqlParserException("empty SQL statement")
+    m = re.match(r"SHOW\s+(TABLES|VIEWS)$", text, re.IGNORECASE)
+    if m:
+        return Show(m.group(1).upper())
+    m = re.match(r"EXPLAIN\s+(PLAN\s+FOR\s+)?(.*)$", text, re.IGNORECASE | re.DOTALL)
+    if m:
+        inner = parse_statement(m.group(2))
+        if not isinstance(inner, Query):
+            raise NotSupportedYet("EXPLAIN of statements other than queries")
+        return Explain(inner.query)
+    for pattern, feature in _UNSUPPORTED_LEADS:
+        if re.match(pattern, text, re.IGNORECASE):
+            raise NotSupportedYet(feature)
+    if re.search(r"\bWATERMARK\s+FOR\b", text, re.IGNORECASE):
+        raise NotSupportedYet("WATERMARK FOR (time attributes)")
+    tree = _parse(text)
+    if isinstance(tree, exp.Create):
+        return _create(tree)
+    if isinstance(tree, exp.Insert):
+        if tree.args.get("overwrite"):
+            raise NotSupportedYet("INSERT OVERWRITE")
+        target = tree.this
+        if isinstance(target, exp.Schema):
+            raise NotSupportedYet("INSERT INTO with a column list")
+        return Insert(_table_name(target), tree.expression)
+    if isinstance(tree, exp.Drop):
+        kind = str(tree.args.get("kind") or "").upper()
+        if kind not in ("TABLE", "VIEW"):
+            raise NotSupportedYet(f"DROP {kind}")
+        tables = tree.args.get("tables") or [tree.this]
+        return Drop(_table_name(tables[0]), bool(tree.args.get("exists")), kind == "VIEW")
+    if isinstance(tree, exp.Describe):
+        return Describe(_table_name(tree.this))
+    if isinstance(tree, (exp.Select, exp.Union, exp.Subquery, exp.Values)):
+        return Query(tree)
+    if isinstance(tree, exp.Command):
+        raise NotSupportedYet(f"{tree.name.upper()} statements")
+    raise NotSupportedYet(f"{type(tree).__name__.upper()} statements")
+
+
+def parse_query(sql: str) -> exp.Expression:
+    stmt = parse_statement(sql)
+    if not isinstance(stmt, Query):
+        raise ValidationException(f"sql_query expects a SELECT query, got a {type(stmt).__name__} statement")
+    return stmt.query
+
+
+def _parse(text: str) -> exp.Expression:
+    try:
+        trees = sqlglot.parse(text, read=DIALECT)
+    except sqlglot.errors.ParseError as e:
+        err = e.errors[0] if e.errors else {}
+        raise SqlParserException(
+            f"SQL parse error at line {err.get('line', '?')}, column {err.get('col', '?')}: "
+            f"{err.get('description', str(e)).splitlines()[0]} (near {err.get('highlight', '')!r})"
+        ) from None
+    except sqlglot.errors.TokenError as e:
+        raise SqlParserException(f"SQL parse error: {str(e).splitlines()[0]}") from None
+    trees = [t for t in trees if t is not None]
+    if len(trees) != 1:
+        raise NotSupportedYet("several statements in one execute_sql call (run them one by one)")
+    return trees[0]
+
+
+def _table_name(node: Any) -> str:
+    if isinstance(node, exp.Table):
+        return ".".join(p.name for p in node.parts)
+    raise NotSupportedYet(f"table reference {node.sql(DIALECT)}")
+
+
+def _create(tree: exp.Create) -> Statement:
+    kind = str(tree.args.get("kind") or "").upper()
+    if_not_exists = bool(tree.args.get("exists"))
+    if tree.args.get("replace"):
+        raise NotSupportedYet("CREATE OR REPLACE")
+    if kind == "VIEW":
+        return CreateView(_table_name(tree.this), tree.expression, if_not_exists)
+    if kind != "TABLE":
+        raise NotSupportedYet(f"CREATE {kind}")
+    if tree.expression is not None:
+        raise NotSupportedYet("CREATE TABLE ... AS SELECT")
+    schema = tree.this
+    if not isinstance(schema, exp.Schema):
+        raise NotSupportedYet("CREATE TABLE without a column list (LIKE)")
+    name = _table_name(schema.this)
+    columns: list[tuple[str, DataType]] = []
+    for item in schema.expressions:
+        if isinstance(item, exp.ColumnDef):
+            if item.args.get("kind") is None:
+                raise NotSupportedYet(f"computed column {item.name!r}")
+            constraints = item.args.get("constraints") or []
+            t = data_type(item.args["kind"], f"column {item.name!r}")
+            for c in constraints:
+                if isinstance(c.kind, exp.NotNullColumnConstraint) and not c.kind.args.get("allow_null"):
+                    t = t.not_null()
+                else:
+                    raise NotSupportedYet(f"column constraint {c.sql(DIALECT)} on {item.name!r}")
+            columns.append((item.name, t))
+        elif isinstance(item, exp.PrimaryKey):
+            raise NotSupportedYet("PRIMARY KEY (upsert sinks)")
+        else:
+            raise NotSupportedYet(f"table element {item.sql(DIALECT)}")
+    options: dict[str, str] = {}
+    properties = tree.args.get("properties")
+    for prop in properties.expressions if properties is not None else []:
+        if isinstance(prop, exp.Property) and isinstance(prop.this, exp.Literal) and isinstance(prop.args.get("value"),
+                                                                                             exp.Literal):
+            options[prop.this.this] = prop.args["value"].this
+        elif isinstance(prop, exp.TemporaryProperty):
+            continue
+        else:
+            raise NotSupportedYet(f"table property {prop.sql(DIALECT)}")
+    return CreateTable(name, columns, options, if_not_exists)
+
+
+_TYPES = {
+    exp.DataType.Type.TEXT: "STRING",
+    exp.DataType.Type.VARCHAR: "STRING",
+    exp.DataType.Type.CHAR: "STRING",
+    exp.DataType.Type.INT: "INT",
+    exp.DataType.Type.BIGINT: "BIGINT",
+    exp.DataType.Type.SMALLINT: "SMALLINT",
+    exp.DataType.Type.TINYINT: "TINYINT",
+    exp.DataType.Type.DOUBLE: "DOUBLE",
+    exp.DataType.Type.FLOAT: "FLOAT",
+    exp.DataType.Type.BOOLEAN: "BOOLEAN",
+    exp.DataType.Type.DATE: "DATE",
+    exp.DataType.Type.TIMESTAMP: "TIMESTAMP",
+}
+
+
+def data_type(node: exp.DataType, where: str) -> DataType:
+    root = _TYPES.get(node.this)
+    if root is None:
+        raise NotSupportedYet(f"type {node.sql(DIALECT)} ({where})")
+    if root == "TIMESTAMP":
+        params = node.expressions
+        precision = int(params[0].this.this) if params else 6
+        return DataTypes.TIMESTAMP(precision)
+    return DataType(root)
+
+
+# -- queries ---------------------------------------------------------------------------------------
+@dataclass
+class SelectParts:
+    """One SELECT block, translated: the planner (environment) builds the plan from these."""
+
+    source: Any  # a table name (str) or a nested SelectParts
+    source_alias: str | None
+    select: list[Expression]
+    where: Expression | None
+    group_by: list[Expression] | None
+    having: Expression | None
+    qualifiers: set[str] = field(default_factory=set)
+
+
+_CLAUSES = [
+    ("distinct", "SELECT DISTINCT"),
+    ("order", "ORDER BY"),
+    ("limit", "LIMIT"),
+    ("offset", "OFFSET"),
+    ("with_", "WITH (common table expressions)"),
+    ("with", "WITH (common table expressions)"),
+    ("joins", "JOIN"),
+    ("laterals", "LATERAL"),
+    ("windows", "WINDOW clause"),
+    ("qualify", "QUALIFY"),
+]
+
+
+def select_parts(tree: exp.Expression) -> SelectParts:
+    if isinstance(tree, exp.Subquery):
+        return select_parts(tree.this)
+    if isinstance(tree, exp.Union):
+        raise NotSupportedYet("UNION" if tree.args.get("distinct") else "UNION ALL")
+    if isinstance(tree, (exp.Intersect, exp.Except)):
+        raise NotSupportedYet(type(tree).__name__.upper())
+    if not isinstance(tree, exp.Select):
+        raise NotSupportedYet(f"query {type(tree).__name__.upper()}")
+    for key, feature in _CLAUSES:
+        if tree.args.get(key):
+            raise NotSupportedYet(feature)
+    from_ = tree.args.get("from_") or tree.args.get("from")
+    if from_ is None:
+        raise NotSupportedYet("SELECT without FROM")
+    src = from_.this
+    qualifiers: set[str] = set()
+    if isinstance(src, exp.Table):
+        if src.args.get("joins"):
+            raise NotSupportedYet("JOIN")
+        source: Any = _table_name(src)
+        qualifiers.add(src.name)
+        if isinstance(src.this, exp.Anonymous) or isinstance(src.this, exp.Func):
+            raise NotSupportedYet(f"table function {src.this.sql(DIALECT)} in FROM")
+    elif isinstance(src, exp.Subquery):
+        source = select_parts(src.this)
+    elif isinstance(src, exp.Values):
+        raise NotSupportedYet("VALUES")
+    else:
+        raise NotSupportedYet(f"FROM {src.sql(DIALECT)}")
+    alias = src.alias or None
+    if alias:
+        qualifiers.add(alias)
+    tr = _Translator(qualifiers)
+    where = tree.args.get("where")
+    group = tree.args.get("group")
+    having = tree.args.get("having")
+    if group is not None and any(group.args.get(k) for k in ("grouping_sets", "cube", "rollup")):
+        raise NotSupportedYet("GROUPING SETS / CUBE / ROLLUP")
+    return SelectParts(
+        source=source,
+        source_alias=alias,
+        select=[tr.expr(e) for e in tree.expressions],
+        where=tr.expr(where.this) if where is not None else None,
+        group_by=[tr.expr(e) for e in group.expressions] if group is not None else None,
+        having=tr.expr(having.this) if having is not None else None,
+        qualifiers=qualifiers,
+    )
+
+
+_BINARY = {
+    exp.Add: "+",
+    exp.Sub: "-",
+    exp.Mul: "*",
+    exp.Div: "/",
+    exp.IntDiv: "/",
+    exp.Mod: "%",
+    exp.EQ: "=",
+    exp.NEQ: "<>",
+    exp.LT: "<",
+    exp.LTE: "<=",
+    exp.GT: ">",
+    exp.GTE: ">=",
+    exp.And: "and",
+    exp.Or: "or",
+    exp.Like: "like",
+}
+_UNARY = {exp.Upper: "upper", exp.Lower: "lower", exp.Abs: "abs", exp.Length: "char_length"}
+_AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Avg: "avg"}
+
+
+class _Translator:
+    def __init__(self, qualifiers: set[str]) -> None:
+        self.qualifiers = qualifiers
+
+    def expr(self, node: exp.Expression) -> Expression:
+        if isinstance(node, exp.Alias):
+            return self.expr(node.this).alias(node.alias)
+        if isinstance(node, exp.Star):
+            return col("*")
+        if isinstance(node, exp.Column):
+            if isinstance(node.this, exp.Star):
+                return col("*")
+            table = node.table
+            if table and table not in self.qualifiers:
+                raise ValidationException(f"unknown table {table!r} in column reference {node.sql(DIALECT)}")
+            return col(node.name)
+        if isinstance(node, exp.Literal):
+            if node.is_string:
+                return lit(node.this)
+            text = node.this
+            return lit(int(text)) if re.fullmatch(r"-?\d+", text) else lit(float(text))
+        if isinstance(node, exp.Boolean):
+            return lit(bool(node.this))
+        if isinstance(node, exp.Null):
+            return lit(None)
+        if isinstance(node, exp.Paren):
+            return self.expr(node.this)
+        if isinstance(node, exp.Neg):
+            inner = self.expr(node.this)
+            if inner.op == "lit" and isinstance(inner.value, (int, float)) and not isinstance(inner.value, bool):
+                return lit(-inner.value)
+            return -inner
+        if isinstance(node, exp.Not):
+            if isinstance(node.this, exp.Is) and isinstance(node.this.expression, exp.Null):
+                return self.expr(node.this.this).is_not_null
+            return ~self.expr(node.this)
+        if isinstance(node, exp.Is):
+            if isinstance(node.expression, exp.Null):
+                return self.expr(node.this).is_null
+            raise NotSupportedYet(f"IS {node.expression.sql(DIALECT)}")
+        for cls, name in _BINARY.items():
+            if type(node) is cls:
+                return Expression("call", name, (self.expr(node.this), self.expr(node.expression)))
+        for cls, name in _UNARY.items():
+            if type(node) is cls:
+                return Expression("call", name, (self.expr(node.this),))
+        if isinstance(node, exp.DPipe):
+            return concat(self.expr(node.this), self.expr(node.expression))
+        if isinstance(node, exp.Concat):
+            return concat(*(self.expr(a) for a in node.expressions))
+        if isinstance(node, exp.Coalesce):
+            return coalesce(self.expr(node.this), *(self.expr(a) for a in node.expressions))
+        if isinstance(node, (exp.Cast, exp.TryCast)):
+            target = data_type(node.args["to"], node.sql(DIALECT))
+            safe = isinstance(node, exp.TryCast) and bool(node.args.get("safe"))
+            return Expression("call", "cast", (self.expr(node.this),), value=safe, data_type=target)
+        if isinstance(node, exp.Case):
+            subject = self.expr(node.this) if node.this is not None else None
+            args: list[Expression] = []
+            for branch in node.args.get("ifs") or []:
+                cond = self.expr(branch.this)
+                args += [cond if subject is None else (subject == cond), self.expr(branch.args["true"])]
+            default = node.args.get("default")
+            if default is not None:
+                args.append(self.expr(default))
+            return Expression("call", "case", tuple(args))
+        if isinstance(node, exp.If):
+            return Expression("call", "case", (self.expr(node.this), self.expr(node.args["true"]),
+                                               self.expr(node.args.get("false") or exp.Null())))
+        if isinstance(node, exp.In):
+            if node.args.get("query") is not None:
+                raise NotSupportedYet("IN (subquery)")
+            return self.expr(node.this).in_(*(self.expr(a) for a in node.expressions))
+        if isinstance(node, exp.Between):
+            return self.expr(node.this).between(self.expr(node.args["low"]), self.expr(node.args["high"]))
+        for cls, name in _AGGS.items():
+            if type(node) is cls:
+                return self._agg(node, name)
+        if isinstance(node, exp.Window):
+            raise NotSupportedYet("OVER windows")
+        if isinstance(node, (exp.Subquery, exp.Exists)):
+            raise NotSupportedYet("subqueries in expressions")
+        if isinstance(node, exp.Anonymous):
+            raise NotSupportedYet(f"function {node.name.upper()}")
+        if isinstance(node, exp.Func):
+            raise NotSupportedYet(f"function {node.sql_name()}")
+        raise NotSupportedYet(f"expression {node.sql(DIALECT)}")
+
+    def _agg(self, node: exp.Expression, name: str) -> Expression:
+        arg = node.this
+        distinct = False
+        if isinstance(arg, exp.Distinct):
+            if len(arg.expressions) != 1:
+                raise NotSupportedYet(f"{name.upper()}(DISTINCT over several columns)")
+            distinct, arg = True, arg.expressions[0]
+        if node.expressions:
+            raise NotSupportedYet(f"{name.upper()} with several arguments")
+        if arg is None or isinstance(arg, exp.Star):
+            if name != "count":
+                raise ValidationException(f"{name.upper()}(*) is not valid; only COUNT(*)")
+            return Expression("agg", "count", ())
+        return Expression("agg", name, (self.expr(arg),), distinct=distinct)

@@ -1,0 +1,131 @@
+"""`Table` and `GroupedTable` (PyFlink's): relational operations build plan nodes; nothing runs until
+execute(), execute_insert() or a conversion to a DataStream."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from strom.table.errors import NotSupportedYet
+from strom.table.expressions import Expression
+from strom.table.planner import builder
+from strom.table.planner.plan import PlanNode
+from strom.table.schema import TableSchema
+
+if TYPE_CHECKING:
+    from strom.table.environment import TableEnvironment
+    from strom.table.table_result import TableResult
+
+
+def _exprs(args: tuple[Any, ...], method: str) -> list[Expression]:
+    for a in args:
+        if isinstance(a, str):
+            raise NotSupportedYet(f"string expressions in Table.{method}(); use col()/lit() (strom.table.expressions)")
+        if not isinstance(a, Expression):
+            raise TypeError(f"Table.{method}() takes expressions (col('x'), lit(1), ...), got {a!r}")
+    return list(args)
+
+
+class Table:
+    def __init__(self, t_env: TableEnvironment, node: PlanNode) -> None:
+        self._t_env = t_env
+        self._node = node
+
+    # -- relational operations ----------------------------------------------------------------
+    def select(self, *fields: Expression) -> Table:
+        return Table(self._t_env, builder.select(self._node, _exprs(fields, "select")))
+
+    def where(self, predicate: Expression) -> Table:
+        return Table(self._t_env, builder.filter_(self._node, _exprs((predicate,), "where")[0]))
+
+    filter = where
+
+    def group_by(self, *fields: Expression) -> GroupedTable:
+        return GroupedTable(self, _exprs(fields, "group_by"))
+
+    def alias(self, field: str, *fields: str) -> Table:
+        return Table(self._t_env, builder.rename(self._node, [field, *fields]))
+
+    # -- schema and execution ------------------------------------------------------------------
+    def get_schema(self) -> TableSchema:
+        return TableSchema(self._node.names(), [t for _, t in self._node.columns])
+
+    def get_resolved_schema(self) -> TableSchema:
+        return self.get_schema()
+
+    def print_schema(self) -> None:
+        print(self.get_schema(), end="")
+
+    def explain(self, *extra_details: Any) -> str:
+        return "== Optimized Physical Plan ==\n" + self._node.digest() + "\n"
+
+    def execute(self) -> TableResult:
+        return self._t_env._execute_query(self._node)
+
+    def execute_insert(self, table_path_or_descriptor: Any, overwrite: bool = False) -> TableResult:
+        if overwrite:
+            raise NotSupportedYet("INSERT OVERWRITE")
+        if not isinstance(table_path_or_descriptor, str):
+            raise NotSupportedYet("execute_insert with a TableDescriptor")
+        return self._t_env._insert(table_path_or_descriptor, self._node)
+
+    def __str__(self) -> str:
+        return f"Table({', '.join(self._node.names())})"
+
+
+class GroupedTable:
+    def __init__(self, table: Table, keys: list[Expression]) -> None:
+        self._table = table
+        self._keys = keys
+
+    def select(self, *fields: Expression) -> Table:
+        t = self._table
+        node = builder.aggregate(t._node, self._keys, _exprs(fields, "select"), None, t._t_env._final_only)
+        return Table(t._t_env, node)
+
+    def aggregate(self, func: Any) -> Any:
+        raise NotSupportedYet("GroupedTable.aggregate (user-defined aggregate functions)")
+
+    def flat_aggregate(self, func: Any) -> Any:
+        raise NotSupportedYet("GroupedTable.flat_aggregate (table aggregate functions)")
+
+
+def _not_yet(name: str, feature: str):
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise NotSupportedYet(f"Table.{name} ({feature})")
+
+    method.__name__ = name
+    return method
+
+
+# PyFlink's other Table methods: present, so a program fails with a clear message instead of AttributeError
+for _name, _feature in {
+    "join": "joins",
+    "left_outer_join": "joins",
+    "right_outer_join": "joins",
+    "full_outer_join": "joins",
+    "join_lateral": "table functions",
+    "left_outer_join_lateral": "table functions",
+    "window": "group windows",
+    "over_window": "over windows",
+    "union": "UNION",
+    "union_all": "UNION ALL",
+    "minus": "MINUS",
+    "minus_all": "MINUS ALL",
+    "intersect": "INTERSECT",
+    "intersect_all": "INTERSECT ALL",
+    "distinct": "DISTINCT",
+    "order_by": "ORDER BY",
+    "fetch": "FETCH",
+    "limit": "LIMIT",
+    "offset": "OFFSET",
+    "add_columns": "add_columns",
+    "add_or_replace_columns": "add_or_replace_columns",
+    "rename_columns": "rename_columns",
+    "drop_columns": "drop_columns",
+    "map": "user-defined scalar functions",
+    "flat_map": "user-defined table functions",
+    "aggregate": "user-defined aggregate functions",
+    "flat_aggregate": "table aggregate functions",
+    "to_pandas": "pandas conversion",
+}.items():
+    setattr(Table, _name, _not_yet(_name, _feature))
