@@ -49,3 +49,34 @@ def test_schemas_refuse_a_non_row_type():
         JsonRowDeserializationSchema.builder().type_info(Types.STRING())
     with pytest.raises(ValueError, match="type_info"):
         JsonRowDeserializationSchema.builder().build()
+
+
+AVRO = json.dumps(
+    {
+        "type": "record",
+        "name": "Order",
+        "fields": [{"name": "id", "type": "int"}, {"name": "item", "type": ["null", "string"]}],
+    }
+)
+
+
+def test_avro_rows_are_fastavros_schemaless_records():
+    import fastavro
+    from strom.datastream.formats.avro import AvroRowDeserializationSchema, AvroRowSerializationSchema
+
+    ser = AvroRowSerializationSchema(avro_schema_string=AVRO)
+    data = ser.serialize(Row(id=5, item="pen"))
+    # the reference: fastavro's own reading of the bytes against the schema
+    assert fastavro.schemaless_reader(io.BytesIO(data), fastavro.parse_schema(json.loads(AVRO)), None) == {
+        "id": 5,
+        "item": "pen",
+    }
+    de = AvroRowDeserializationSchema(avro_schema_string=AVRO)
+    assert de.deserialize(data).as_dict() == {"id": 5, "item": "pen"}
+    assert de.deserialize(ser.serialize((6, None))).as_dict() == {"id": 6, "item": None}
+    with pytest.raises(ValueError, match="does not match the schema 'Order'"):
+        ser.serialize(("not an int", "x"))
+    with pytest.raises(ValueError, match="must be a record"):
+        AvroRowSerializationSchema(avro_schema_string='"string"')
+    with pytest.raises(ValueError, match="record_class"):
+        AvroRowDeserializationSchema(record_class="com.example.Order")
