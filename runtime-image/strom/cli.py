@@ -11,6 +11,7 @@ replace it behind the same command.
 
 from __future__ import annotations
 
+import logging
 import os
 import runpy
 import sys
@@ -31,9 +32,10 @@ from strom.common.config_options import (
     ConfigError,
 )
 from strom.common.configuration import Configuration
-from strom.runtime.shutdown_signals import exit_status, signal_name, stop_on_signals
+from strom.runtime.shutdown_signals import exit_status, signal_name, stop_children, stop_on_signals
 
 EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_SIGINT, EXIT_SIGTERM = 130, 143  # 128 + the signal's number, as shells report it
 
 USAGE = TOP  # `strom --help`
 
@@ -319,6 +321,20 @@ def run_command(request: RunRequest, configuration: Configuration) -> int:
     if taskmanagers is not None and not taskmanagers.isdigit():
         raise UsageError(f"--taskmanagers expects a number, got {taskmanagers!r}")
     cluster = MiniCluster(configuration, taskmanagers=int(taskmanagers) if taskmanagers else None)
+
+    def stopping(signum: int) -> None:
+        # before the TaskManagers go (a signal to the process group reaches them at the same time): their
+        # disconnects are then the shutdown, not failures to recover from
+        if not request.options.get("--verbose"):
+            _quiet_library_tracebacks(signum)
+        if cluster.jm is not None:
+            cluster.jm.stopping = True
+
+    with stop_on_signals(on_signal=stopping):
+        return _run_on(cluster, request, configuration)
+
+
+def _run_on(cluster: Any, request: RunRequest, configuration: Configuration) -> int:
     try:
         cluster.start()
         jm = cluster.jm
@@ -422,12 +438,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     verbose = request_is_verbose(args)
     try:
-        with stop_on_signals():
-            return _dispatch(args)
+        with stop_on_signals(on_signal=None if verbose else _quiet_library_tracebacks):
+            code = _dispatch(args)
+        if code in (EXIT_SIGINT, EXIT_SIGTERM) and args[0] == "run":
+            stop_children()  # nothing `strom run` started outlives it (Spark's JVM in BATCH mode)
+        return code
     except KeyboardInterrupt as e:
+        if args[0] == "run":
+            stop_children()
         if args[0] == "taskmanager":  # its clusters stop it by SIGTERM every time: the log says it, at INFO
-            import logging
-
             logging.getLogger("strom.runtime.taskmanager").info("stopped by %s", signal_name(e))
         else:
             print(f"strom: stopped by {signal_name(e)}", file=sys.stderr)
@@ -444,6 +463,14 @@ def os_error_line(error: OSError) -> str:
     if not error.strerror:
         return str(error)
     return error.strerror + (f": {error.filename!r}" if error.filename else "")
+
+
+def _quiet_library_tracebacks(signum: int) -> None:
+    """On a stop signal: the calls it interrupts in libraries are not news (the command says in one line
+    which signal stopped it). py4j, under BATCH mode's Spark, logs each interrupted or closed gateway call
+    with its traceback, on its own loggers and on the root logger (our code logs on named loggers)."""
+    logging.getLogger("py4j").setLevel(logging.CRITICAL + 1)
+    logging.getLogger().addFilter(lambda record: not record.exc_info)
 
 
 def _dispatch(args: list[str]) -> int:

@@ -93,3 +93,46 @@ def test_a_killed_strom_run_takes_its_taskmanager_and_slot_processes_with_it(tmp
         wait_until(lambda: not marked_pids(run.mark), timeout=30, what="no process of the killed strom run left")
     finally:
         run.kill_leftovers()
+
+
+SLOW_BOUNDED_JOB = """
+import time
+from strom.datastream import StreamExecutionEnvironment
+
+def slow(x):
+    time.sleep(0.5)
+    return x
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.from_collection(list(range(400))).map(slow).print()
+env.execute("slow batch")
+"""
+
+
+def _java_running(pids: list[int]) -> bool:
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() == "java":
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+@pytest.mark.parametrize(("sig", "to_group", "code"), [(signal.SIGINT, True, 130), (signal.SIGTERM, False, 143)])
+def test_a_signal_to_a_batch_run_stops_spark_with_one_line(tmp_path, sig, to_group, code):
+    """BATCH mode runs Spark (a JVM the Python driver talks to through py4j): the interrupted gateway
+    calls are not printed as tracebacks, and the JVM goes with the command."""
+    job = tmp_path / "slow_batch.py"
+    job.write_text(SLOW_BOUNDED_JOB)
+    run = StromProcess("run", "--runtime-mode", "batch", str(job), cwd=tmp_path)
+    try:
+        wait_until(lambda: _java_running(marked_pids(run.mark)), timeout=120, what="Spark's JVM")
+        (run.signal_group if to_group else run.signal_command)(sig)
+        assert run.wait(60) == code, run.err()
+        wait_until(lambda: not marked_pids(run.mark), timeout=30, what="no process of the batch run left")
+    finally:
+        run.kill_leftovers()
+    assert f"strom: stopped by {signal.Signals(sig).name}; the job was cancelled" in run.err().splitlines()
+    assert "Traceback" not in run.err(), run.err()

@@ -11,8 +11,10 @@ orphans. The exit status follows the shell's convention: 128 + the signal's numb
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -68,3 +70,45 @@ def stop_on_signals(on_signal: Callable[[int], None] | None = None) -> Iterator[
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def child_pids(parent: int | None = None) -> list[int]:
+    """The live (not zombie) child processes of `parent` (default: this process), read from /proc."""
+    parent = os.getpid() if parent is None else parent
+    found = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []  # not Linux: nothing to find this way
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()  # state, ppid, ...
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == parent and fields[0] != b"Z":
+            found.append(int(name))
+    return found
+
+
+def stop_children(grace_s: float = 10.0) -> list[int]:
+    """SIGTERM to the children this process still has after a stop signal (what a library started and did
+    not get to stop, e.g. Spark's JVM when the signal came during its start), SIGKILL to those left after
+    `grace_s`; the pids it found."""
+    children = child_pids()
+    for pid in children:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace_s
+    while (left := [p for p in child_pids() if p in children]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return children

@@ -236,6 +236,8 @@ class JobManager:
 
     def _taskmanager_lost(self, record: TaskManagerRecord, reason: str) -> None:
         log.log(logging.INFO if self.stopping else logging.WARNING, "%s", reason)
+        if self.stopping:  # the cluster is going down (SIGTERM reaches every process at once): no failover
+            return
         for job in list(self.jobs.values()):
             job.on_taskmanager_lost(record.tm_id, reason)
         self.notify_slots_changed()
