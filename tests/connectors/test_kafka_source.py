@@ -8,7 +8,7 @@ import time
 
 import pytest
 from strom.common.serialization import SimpleStringSchema
-from strom.connectors.base import SourceReaderContext
+from strom.connectors.base import Boundedness, SourceReaderContext
 from strom.connectors.kafka.offsets import KafkaOffsetResetStrategy, KafkaOffsetsInitializer, KafkaTopicPartition
 from strom.connectors.kafka.source import KafkaSource
 from strom.connectors.kafka.splits import owner
@@ -64,7 +64,12 @@ def _drain(source, parallelism=1, restored=None, limit=None):
 
 def test_bounded_earliest_reads_exactly_what_was_produced(kafka, topic):
     source = _builder(kafka, topic).set_bounded(KafkaOffsetsInitializer.latest()).build()
+    assert source.get_boundedness() is Boundedness.BOUNDED
     assert sorted(_drain(source, parallelism=2)) == _all_values()
+    # set_unbounded: the same records, the source stays unbounded (STREAMING)
+    unbounded = _builder(kafka, topic).set_unbounded(KafkaOffsetsInitializer.latest()).build()
+    assert unbounded.get_boundedness() is Boundedness.CONTINUOUS_UNBOUNDED
+    assert sorted(_drain(unbounded, parallelism=2)) == _all_values()
 
 
 def test_latest_start_reads_only_later_records(kafka):

@@ -247,6 +247,7 @@ class KafkaSource(Source):
         stopping_offsets: KafkaOffsetsInitializer | None,
         deserializer: KafkaRecordDeserializationSchema,
         properties: dict[str, str],
+        declared_unbounded: bool = False,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.topics = topics
@@ -254,7 +255,10 @@ class KafkaSource(Source):
         self.group_id = group_id
         self.starting_offsets = starting_offsets
         self.stopping_offsets = stopping_offsets
+        # bounded: the reader ends at the stopping offsets; set_unbounded stops there too but the source
+        # stays CONTINUOUS_UNBOUNDED (STREAMING mode, as Flink's)
         self.bounded = stopping_offsets is not None
+        self.declared_unbounded = declared_unbounded
         self.deserializer = deserializer
         self.properties = properties
 
@@ -263,7 +267,9 @@ class KafkaSource(Source):
         return KafkaSourceBuilder()
 
     def get_boundedness(self) -> Boundedness:
-        return Boundedness.BOUNDED if self.bounded else Boundedness.CONTINUOUS_UNBOUNDED
+        if self.bounded and not self.declared_unbounded:
+            return Boundedness.BOUNDED
+        return Boundedness.CONTINUOUS_UNBOUNDED
 
     def get_produced_type(self) -> Any:
         return self.deserializer.get_produced_type()
@@ -307,6 +313,7 @@ class KafkaSourceBuilder:
         self._stopping: KafkaOffsetsInitializer | None = None
         self._deserializer: KafkaRecordDeserializationSchema | None = None
         self._properties: dict[str, str] = {}
+        self._unbounded = False
 
     def set_bootstrap_servers(self, bootstrap_servers: str) -> KafkaSourceBuilder:
         self._bootstrap = bootstrap_servers
@@ -342,13 +349,13 @@ class KafkaSourceBuilder:
         return self
 
     def set_bounded(self, stopping_offsets_initializer: KafkaOffsetsInitializer) -> KafkaSourceBuilder:
-        self._stopping = stopping_offsets_initializer
+        self._stopping, self._unbounded = stopping_offsets_initializer, False
         return self
 
     def set_unbounded(self, stopping_offsets_initializer: KafkaOffsetsInitializer) -> KafkaSourceBuilder:
-        raise NotImplementedError(
-            "KafkaSource.set_unbounded (streaming with stopping offsets) is not supported yet; use set_bounded"
-        )
+        """Stop at these offsets but stay an unbounded source (STREAMING), as Flink's setUnbounded."""
+        self._stopping, self._unbounded = stopping_offsets_initializer, True
+        return self
 
     def set_value_only_deserializer(self, deserialization_schema: Any) -> KafkaSourceBuilder:
         self._deserializer = KafkaRecordDeserializationSchema.value_only(deserialization_schema)
@@ -390,4 +397,5 @@ class KafkaSourceBuilder:
             stopping_offsets=self._stopping,
             deserializer=self._deserializer,
             properties=dict(self._properties),
+            declared_unbounded=self._unbounded,
         )
