@@ -7,6 +7,10 @@ installs it as the context of every `StreamExecutionEnvironment` the job creates
 runs the job file as `__main__`. Parsing and configuration building are pure functions;
 `run_job` is the single place that executes a job, so a cluster-backed runner can
 replace it behind the same command.
+
+Every command shares one contract (help texts and exit codes: cli_help.py): an expected failure is
+one line on stderr naming what to fix (--verbose adds the traceback); SIGINT and SIGTERM stop the
+command and every process it started (shutdown_signals.py) and exit 128 + the signal's number.
 """
 
 from __future__ import annotations
