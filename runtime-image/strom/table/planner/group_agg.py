@@ -78,6 +78,12 @@ def _avg(total: Any, n: int, agg: AggCall) -> Any:
     return total / n
 
 
+class GlobalGroupMarker(tuple):
+    """BATCH, no GROUP BY keys: one marker joins the input so that the single group exists even when the
+    input is empty (`SELECT COUNT(*) FROM t` over no rows is one row, 0, in batch; in streaming, as in
+    Flink, nothing is emitted until a row arrives)."""
+
+
 class GroupAggFunction(KeyedProcessFunction):
     def __init__(self, key_count: int, aggs: list[AggCall], names: list[str], final_only: bool):
         self.key_count = key_count
@@ -95,6 +101,11 @@ class GroupAggFunction(KeyedProcessFunction):
         return row
 
     def process_element(self, value: Any, ctx: Any) -> Iterator[Row]:
+        if isinstance(value, GlobalGroupMarker):
+            if self.state.value() is None:
+                self.state.update((0, [_Acc.new(a) for a in self.aggs]))
+                ctx.timer_service().register_event_time_timer(MAX_WATERMARK)
+            return
         key = tuple(value[: self.key_count])
         retract = value.get_row_kind() in _RETRACTIONS if isinstance(value, Row) else False
         stored = self.state.value()
@@ -136,6 +147,6 @@ class GroupAggFunction(KeyedProcessFunction):
 
     def on_timer(self, timestamp: int, ctx: Any) -> Iterator[Row]:
         stored = self.state.value()
-        if stored is not None and stored[0] > 0:
+        if stored is not None and (stored[0] > 0 or self.key_count == 0):
             yield self._result(tuple(ctx.get_current_key()), stored[1], RowKind.INSERT)
         self.state.clear()

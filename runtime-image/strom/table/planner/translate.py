@@ -13,7 +13,7 @@ from strom.common.watermark_strategy import WatermarkStrategy
 from strom.datastream.data_stream import DataStream
 from strom.table.connectors import BlackHoleSink, DatagenSpec
 from strom.table.errors import NotSupportedYet
-from strom.table.planner.group_agg import GroupAggFunction
+from strom.table.planner.group_agg import GlobalGroupMarker, GroupAggFunction
 from strom.table.planner.plan import CalcNode, GroupAggregateNode, PlanNode, SourceNode
 from strom.table.planner.scalar import compile_scalar
 from strom.table.planner.values import java_string
@@ -76,6 +76,9 @@ def _group_aggregate(node: GroupAggregateNode, ds: DataStream) -> DataStream:
     # the key columns go first so the function reads key values by position
     if keys != list(range(len(keys))):
         raise NotSupportedYet("GroupAggregate with keys not leading its input (planner invariant)")
+    if node.final_only and not keys:
+        marker = ds.get_execution_environment().from_collection([GlobalGroupMarker()])
+        ds = ds.union(marker.uid(node.uid("global-group-marker")))
     keyed = ds.key_by(lambda row, k=len(keys): tuple(row[:k]))
     return keyed.process(fn).name(node.describe()).uid(node.uid("group-aggregate"))
 
