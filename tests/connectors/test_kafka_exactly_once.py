@@ -11,7 +11,8 @@ librdkafka's mock cluster does not filter aborted or open transactions for read_
 (measured: records of an aborted transaction are returned), so on the mock the test checks what the
 mock can show: every expected line is there and nothing else (duplicates from the killed attempt's
 uncommitted transactions are visible there). Against a real cluster (STROM_TEST_KAFKA_BOOTSTRAP) it
-checks the exact multiset. STROM_KAFKA_CHAOS=1 runs a longer input with repeated kills.
+checks the exact multiset. STROM_KAFKA_CHAOS=1 runs a longer input with five kills of TaskManagers and
+the JobManager (restarted on its ports; high availability on file storage), in a seeded random order.
 """
 
 from __future__ import annotations
@@ -96,11 +97,17 @@ def test_kafka_to_keyed_state_to_kafka_exactly_once_under_kill_9(kafka, tmp_path
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
     print(f"kafka chaos seed {seed}")
-    cluster = SessionCluster(taskmanagers=2, slots=2)
+    kinds = ["taskmanager"] * KILLS
+    if CHAOS:
+        kinds = ["taskmanager", "jobmanager"] + [rng.choice(["taskmanager", "jobmanager"]) for _ in range(KILLS - 2)]
+        rng.shuffle(kinds)
+    print(f"kills: {kinds}")
+    ha = ("-D", "high-availability.type=file", "-D", f"high-availability.storageDir=file://{tmp_path / 'ha'}")
+    cluster = SessionCluster(taskmanagers=2, slots=2, extra=ha if CHAOS else ())
     try:
         job_id = submit(cluster, job_file(tmp_path, kafka.bootstrap, source_topic, out_topic))
         killed_at_ms = -1
-        for batch in batches[1:]:
+        for batch, kind in zip(batches[1:], kinds, strict=True):
             wait_until(
                 lambda since=killed_at_ms: running(cluster, job_id) and completed_since(cluster, job_id, since),
                 timeout=120,
@@ -110,15 +117,19 @@ def test_kafka_to_keyed_state_to_kafka_exactly_once_under_kill_9(kafka, tmp_path
             produce(kafka.bootstrap, source_topic, [(v % PARTITIONS, None, str(v).encode()) for v in batch])
             time.sleep(rng.uniform(0.0, 0.3))  # a random moment, not a wait for a condition
             killed_at_ms = int(time.time() * 1000)
-            cluster.kill_taskmanager(rng.choice([tm for tm in cluster.tms if tm.poll() is None]))
-            cluster.add_taskmanager(2)
+            if kind == "taskmanager":
+                cluster.kill_taskmanager(rng.choice([tm for tm in cluster.tms if tm.poll() is None]))
+                cluster.add_taskmanager(2)
+            else:
+                cluster.kill_jobmanager()
+                cluster.restart_jobmanager()
 
         def all_lines_visible() -> bool:
             lines = {m.value().decode() for m in consume_all(kafka.bootstrap, out_topic, PARTITIONS)}
             return lines >= set(expected)
 
         wait_until(all_lines_visible, timeout=180, what="every expected line committed")
-        state = cluster.job_state(job_id)
+        state = wait_until(lambda: running(cluster, job_id) and "RUNNING", timeout=60, what="the job running")
         assert state == "RUNNING", cluster.get(f"/jobs/{job_id}/exceptions")
         # the kills did fail the job over: it restored from checkpoints
         assert cluster.get(f"/jobs/{job_id}/checkpoints")["counts"]["restored"] >= 1
