@@ -76,7 +76,7 @@ class Row(tuple):
     def __repr__(self) -> str:
         if self._fields:
             return "Row(" + ", ".join(f"{k}={v!r}" for k, v in zip(self._fields, self, strict=True)) + ")"
-        return "Row(" + ", ".join(repr(v) for v in self) + ")"
+        return "<Row(" + ", ".join(repr(v) for v in self) + ")>"  # PyFlink's repr of a Row without names
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Row):

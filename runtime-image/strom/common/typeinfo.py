@@ -69,14 +69,16 @@ class RowTypeInfo(TypeInformation):
         return True
 
     def convert(self, value: Any) -> Any:
+        """Rows carry the type's field names, `f0..fN` when the type names none (as PyFlink's row coder sets
+        them); a named Row through an unnamed type keeps its own names."""
         if isinstance(value, Row):
-            if value._fields is None and self.named:
-                value = Row(**dict(zip(self.field_names, value, strict=False)))
+            if value._fields is None or (self.named and list(value._fields) != self.field_names):
+                named = Row(**dict(zip(self.field_names, value, strict=False)))
+                named.set_row_kind(value.get_row_kind())
+                return named
             return value
         if isinstance(value, tuple | list):
-            if self.named:
-                return Row(**dict(zip(self.field_names, value, strict=False)))
-            return Row(*value)
+            return Row(**dict(zip(self.field_names, value, strict=False)))
         return value
 
 

@@ -269,13 +269,17 @@ class DataStream:
     def print(self, sink_identifier: str | None = None) -> DataStreamSink:
         return self._sink(
             "Sink: Print to Std. Out",
-            OperatorDescriptor("print", params={"identifier": sink_identifier, "stderr": False}),
+            OperatorDescriptor(
+                "print", params={"identifier": sink_identifier, "stderr": False, "type_info": self._t.output_type}
+            ),
         )
 
     def print_to_err(self, sink_identifier: str | None = None) -> DataStreamSink:
         return self._sink(
             "Sink: Print to Std. Err",
-            OperatorDescriptor("print", params={"identifier": sink_identifier, "stderr": True}),
+            OperatorDescriptor(
+                "print", params={"identifier": sink_identifier, "stderr": True, "type_info": self._t.output_type}
+            ),
         )
 
     def add_sink(self, sink_func: Any) -> DataStreamSink:

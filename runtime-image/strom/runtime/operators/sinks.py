@@ -8,6 +8,7 @@ import sys
 import threading
 from typing import Any
 
+from strom.common.java_strings import java_formatter
 from strom.runtime.operators.base import StreamOperator
 
 _print_lock = threading.Lock()
@@ -30,6 +31,8 @@ class PrintSinkOperator(StreamOperator):
         else:
             self._prefix = ""
         self._stream = sys.stderr if self.params.get("stderr") else sys.stdout
+        # PyFlink prints Java's toString of the declared type's value: (And,5), +I[And, 5]; untyped: str(value)
+        self._format = java_formatter(self.params.get("type_info"))
 
     def redirect(self, stream: Any) -> None:
         """Write to `stream` (a file-like with write and flush) instead: BATCH mode on Spark sends
@@ -38,7 +41,8 @@ class PrintSinkOperator(StreamOperator):
 
     def process_batch(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
         prefix = self._prefix
-        text = "".join(f"{prefix}{v}\n" for v in values)
+        fmt = self._format
+        text = "".join(f"{prefix}{fmt(v)}\n" for v in values)
         global _stdout_closed
         with _print_lock:
             if _stdout_closed:
