@@ -123,3 +123,23 @@ def test_execution_config_getters_and_setters() -> None:
     assert cfg.get_execution_mode() is ExecutionMode.BATCH and cfg.get_registered_kryo_types() == ["java.lang.String"]
     cfg.set_global_job_parameters({"a": 1})
     assert cfg.get_global_job_parameters() == {"a": "1"}
+
+
+class ReadsAParameter(MapFunction):
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.factor = int(runtime_context.get_job_parameter("factor", "1"))
+        self.missing = runtime_context.get_job_parameter("absent", "fallback")
+
+    def map(self, value: Any) -> Any:
+        return value * self.factor, self.missing
+
+
+def test_global_job_parameters_reach_every_function() -> None:
+    """PyFlink: RuntimeContext.get_job_parameter "Gets the global job parameter value associated with the given
+    key as a string." (set with ExecutionConfig.set_global_job_parameters)."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    env.get_config().set_global_job_parameters({"factor": 3})
+    out = env.from_collection([1, 2, 3], Types.INT()).rebalance().map(ReadsAParameter())
+    assert sorted(out.execute_and_collect()) == [(3, "fallback"), (6, "fallback"), (9, "fallback")]
+    assert env.get_configuration().get("pipeline.global-job-parameters") == {"factor": "3"}

@@ -228,6 +228,12 @@ OPERATOR_CHAINING = option(
     "Chain operators.",
     deprecated_keys=("pipeline.operator-chaining",),
 )
+GLOBAL_JOB_PARAMETERS = option(
+    "pipeline.global-job-parameters",
+    "map",
+    {},
+    "Job parameters every function reads with get_runtime_context().get_job_parameter(key, default).",
+)
 VERTEX_PARALLELISM_OVERRIDES = option(
     "pipeline.jobvertex-parallelism-overrides", "map", {}, "Per job vertex parallelism overrides."
 )

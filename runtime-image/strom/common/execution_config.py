@@ -26,7 +26,6 @@ from strom.common.time import Duration, to_millis
 class ExecutionConfig:
     def __init__(self, configuration: Configuration) -> None:
         self._conf = configuration
-        self._global_job_parameters: dict[str, str] = {}
         # JVM-only settings: read back as set, no effect (see the module docstring)
         self._jvm: dict[str, Any] = {
             "closure_cleaner": True,
@@ -89,11 +88,12 @@ class ExecutionConfig:
         return restart_strategy_of(self._conf)
 
     def set_global_job_parameters(self, params: dict[str, Any]) -> ExecutionConfig:
-        self._global_job_parameters = {str(k): str(v) for k, v in dict(params).items()}
+        """Written to pipeline.global-job-parameters, which every function reads with get_job_parameter."""
+        self._conf.set(opts.GLOBAL_JOB_PARAMETERS.key, {str(k): str(v) for k, v in dict(params).items()})
         return self
 
     def get_global_job_parameters(self) -> dict[str, str]:
-        return dict(self._global_job_parameters)
+        return dict(self._conf.get(opts.GLOBAL_JOB_PARAMETERS) or {})
 
     # -- JVM-only settings: accepted, read back, no effect ----------------------------------------
     def _set(self, name: str, value: Any) -> ExecutionConfig:
@@ -222,7 +222,6 @@ class ExecutionConfig:
             isinstance(other, ExecutionConfig)
             and other._conf.to_dict() == self._conf.to_dict()
             and other._jvm == self._jvm
-            and other._global_job_parameters == self._global_job_parameters
         )
 
     def __hash__(self) -> int:

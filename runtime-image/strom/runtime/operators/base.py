@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from strom.common import config_options as opts
 from strom.common.key_groups import KeyGroupRange
 from strom.common.time import MIN_WATERMARK
 from strom.datastream.functions import Function, RuntimeContext
@@ -85,7 +86,11 @@ class StreamRuntimeContext(RuntimeContext):
         return f"{self._ctx.task_name} ({self._ctx.subtask_index + 1}/{self._ctx.parallelism})"
 
     def get_job_parameter(self, key: str, default_value: str | None = None) -> str | None:
-        return self._ctx.job_parameters.get(key, default_value)
+        """ExecutionConfig.set_global_job_parameters travels in the job's configuration (Flink's key)."""
+        params = self._ctx.job_parameters
+        if not params and self._ctx.config is not None:
+            params = self._ctx.config.get(opts.GLOBAL_JOB_PARAMETERS.key) or {}
+        return params.get(key, default_value)
 
     def get_metrics_group(self) -> MetricGroup:
         return self._ctx.metrics
