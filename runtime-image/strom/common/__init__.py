@@ -8,6 +8,7 @@ from strom.common.execution_mode import ExecutionMode
 from strom.common.input_dependency_constraint import InputDependencyConstraint
 from strom.common.job_client import JobClient
 from strom.common.job_execution_result import JobExecutionResult
+from strom.common.job_id import JobID
 from strom.common.job_status import JobStatus
 from strom.common.restart_strategy import RestartStrategies, RestartStrategyConfiguration
 from strom.common.row import Row, RowKind
@@ -35,6 +36,7 @@ __all__ = [
     "Instant",
     "JobClient",
     "JobExecutionResult",
+    "JobID",
     "JobStatus",
     "RestartStrategies",
     "RestartStrategyConfiguration",

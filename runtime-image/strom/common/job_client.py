@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from strom.common.completable_future import CompletableFuture
+from strom.common.job_id import JobID
 from strom.common.job_status import JobStatus
 
 
@@ -27,8 +28,8 @@ class JobClient:
         wait = getattr(self._client, "wait", None) or self._client.get_job_execution_result
         return wait(timeout)
 
-    def get_job_id(self) -> str:
-        return self._client.get_job_id()
+    def get_job_id(self) -> JobID:
+        return JobID(self._client.get_job_id())
 
     def get_job_status(self) -> CompletableFuture[JobStatus]:
         return CompletableFuture.completed(JobStatus(str(self._client.get_job_status())))

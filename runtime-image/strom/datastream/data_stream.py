@@ -671,10 +671,15 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """PyFlink's module path for the windowed streams (`pyflink.datastream.data_stream.WindowedStream`); they live
-    in strom.datastream.window, which imports this module, so they are looked up on first use."""
+    """PyFlink's module path for the windowed streams (`pyflink.datastream.data_stream.WindowedStream`) and the
+    iterator of execute_and_collect; they live in strom.datastream.window and .collect, which import this module,
+    so they are looked up on first use."""
     if name in ("WindowedStream", "AllWindowedStream"):
         from strom.datastream import window
 
         return getattr(window, name)
+    if name == "CloseableIterator":
+        from strom.datastream.collect import CloseableIterator
+
+        return CloseableIterator
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
