@@ -286,7 +286,11 @@ class TableEnvironment:
         else:
             blackhole_sink(ds, uid)
         full = f"{CATALOG}.{DATABASE}.{obj.name}"
-        client = env.execute_async(f"insert-into_{full}")
+        client = None
+        if _submitting_client_without_job_handles():
+            env.execute(f"insert-into_{full}")  # `strom submit`: submits the job and returns (detached)
+        else:
+            client = env.execute_async(f"insert-into_{full}")
         return TableResult([(full, DataTypes.BIGINT(False))], ResultKind.SUCCESS_WITH_CONTENT, rows=[Row(-1)],
                            job_client=client)
 
@@ -336,6 +340,15 @@ class StreamTableEnvironment(TableEnvironment):
 
     def from_changelog_stream(self, data_stream: DataStream, *args: Any) -> Table:
         raise NotSupportedYet("from_changelog_stream")
+
+
+def _submitting_client_without_job_handles() -> bool:
+    """A client that submits graphs without handing out job handles (`strom submit` is detached): an INSERT
+    then goes through execute(), which submits, instead of execute_async, which would run it in-process."""
+    from strom.datastream import stream_execution_environment as see
+
+    ctx = see._context_executor
+    return ctx is not None and not hasattr(ctx, "start_job")
 
 
 def _updating_node(node: PlanNode) -> PlanNode:
