@@ -32,7 +32,8 @@ class Table:
 
     # -- relational operations ----------------------------------------------------------------
     def select(self, *fields: Expression) -> Table:
-        return Table(self._t_env, builder.select(self._node, _exprs(fields, "select")))
+        node = builder.select(self._node, _exprs(fields, "select"), unnamed="_c", final_only=self._t_env._final_only)
+        return Table(self._t_env, node)
 
     def where(self, predicate: Expression) -> Table:
         return Table(self._t_env, builder.filter_(self._node, _exprs((predicate,), "where")[0]))
@@ -79,7 +80,7 @@ class GroupedTable:
 
     def select(self, *fields: Expression) -> Table:
         t = self._table
-        node = builder.aggregate(t._node, self._keys, _exprs(fields, "select"), None, t._t_env._final_only)
+        node = builder.aggregate(t._node, self._keys, _exprs(fields, "select"), None, t._t_env._final_only, "_c")
         return Table(t._t_env, node)
 
     def aggregate(self, func: Any) -> Any:

@@ -14,12 +14,13 @@ from strom.table.planner.scalar import compile_scalar
 from strom.table.types import DataType, DataTypes
 
 
-def output_name(e: Expression, position: int) -> str:
+def output_name(e: Expression, position: int, unnamed: str = "EXPR$") -> str:
+    """An unnamed select item is `EXPR$i` in SQL (Calcite's name) and `_ci` in the Table API (Flink's)."""
     if e.op == "alias":
         return e.name
     if e.op == "col":
         return e.name
-    return f"EXPR${position}"
+    return f"{unnamed}{position}"
 
 
 def expand_star(exprs: list[Expression], input_node: PlanNode) -> list[Expression]:
@@ -40,12 +41,18 @@ def _unique(names: list[str]) -> None:
         seen.add(n)
 
 
-def select(input_node: PlanNode, exprs: list[Expression], where: Expression | None = None) -> PlanNode:
+def select(
+    input_node: PlanNode,
+    exprs: list[Expression],
+    where: Expression | None = None,
+    unnamed: str = "EXPR$",
+    final_only: bool = False,
+) -> PlanNode:
     exprs = expand_star(exprs, input_node)
     if any(e.contains_aggregate() for e in exprs):
         node = input_node if where is None else filter_(input_node, where)
-        return aggregate(node, [], exprs, None, final_only=False)
-    names = [output_name(e, i) for i, e in enumerate(exprs)]
+        return aggregate(node, [], exprs, None, final_only=final_only, unnamed=unnamed)
+    names = [output_name(e, i, unnamed) for i, e in enumerate(exprs)]
     _unique(names)
     columns = [(n, compile_scalar(e, input_node.columns)[1]) for n, e in zip(names, exprs, strict=True)]
     if where is not None:
@@ -97,9 +104,10 @@ def aggregate(
     select_exprs: list[Expression],
     having: Expression | None,
     final_only: bool,
+    unnamed: str = "EXPR$",
 ) -> PlanNode:
     select_exprs = expand_star(select_exprs, input_node)
-    names = [output_name(e, i) for i, e in enumerate(select_exprs)]
+    names = [output_name(e, i, unnamed) for i, e in enumerate(select_exprs)]
     _unique(names)
     in_cols = input_node.columns
     # 1. Calc: group keys first, then aggregate arguments

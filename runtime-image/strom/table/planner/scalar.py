@@ -91,7 +91,7 @@ def _arith(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, Dat
             return x / y
         return math.fmod(x, y) if y != 0 else math.nan
 
-    return f, t if not integral or op in ("+", "-", "*", "/", "%") else t
+    return f, t
 
 
 _CMP: dict[str, Callable[[Any, Any], bool]] = {

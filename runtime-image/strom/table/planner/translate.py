@@ -73,9 +73,7 @@ def _calc(node: CalcNode, ds: DataStream) -> DataStream:
 def _group_aggregate(node: GroupAggregateNode, ds: DataStream) -> DataStream:
     keys = list(node.keys)
     fn = GroupAggFunction(len(keys), list(node.aggs), node.names(), node.final_only)
-    # the key columns go first so the function reads key values by position
-    if keys != list(range(len(keys))):
-        raise NotSupportedYet("GroupAggregate with keys not leading its input (planner invariant)")
+    assert keys == list(range(len(keys))), "the planner puts group keys first: the function reads them by position"
     if node.final_only and not keys:
         marker = ds.get_execution_environment().from_collection([GlobalGroupMarker()])
         ds = ds.union(marker.uid(node.uid("global-group-marker")))

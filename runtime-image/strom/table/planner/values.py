@@ -21,7 +21,7 @@ def java_double(v: float) -> str:
     if 1e-3 <= abs(v) < 1e7:
         s = repr(v)
         return s if ("." in s or "e" in s) else s + ".0"
-    mantissa, _, exponent = f"{v:.17e}".partition("e")
+    exponent = f"{v:.17e}".partition("e")[2]
     # shortest digits that round-trip, as repr gives them
     digits = repr(abs(v)).replace(".", "").split("e")[0].lstrip("0") or "0"
     digits = digits.rstrip("0") or "0"
