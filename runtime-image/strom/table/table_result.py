@@ -79,7 +79,7 @@ class TableResult:
             self._job_client.wait(None if timeout_ms is None else timeout_ms / 1000)
 
     def print(self) -> None:
-        if self._job_client is not None and self._rows is not None:  # INSERT: nothing to print but the id column
+        if self._rows is not None:  # DDL, SHOW, DESCRIBE, INSERT: a finished result, sized by content
             tableau.print_batch(self._columns, self._rows)
             return
         with self.collect() as rows:

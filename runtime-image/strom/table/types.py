@@ -119,6 +119,22 @@ class DataTypes:
         return DataType("ROW", nullable, None, tuple(row_fields or ()))
 
 
+def _not_yet(name: str):
+    def factory(*args: Any, **kwargs: Any) -> DataType:
+        from strom.table.errors import NotSupportedYet
+
+        raise NotSupportedYet(f"DataTypes.{name}")
+
+    factory.__name__ = name
+    return staticmethod(factory)
+
+
+# PyFlink's other types: present, refused with a clear message until the runtime handles them
+for _name in ("DECIMAL", "TIME", "BYTES", "BINARY", "VARBINARY", "CHAR", "ARRAY", "MAP", "MULTISET",
+              "TIMESTAMP_LTZ", "TIMESTAMP_WITH_LOCAL_TIME_ZONE", "INTERVAL", "NULL", "RAW"):
+    setattr(DataTypes, _name, _not_yet(_name))
+
+
 def type_of_value(value: Any) -> DataType:
     """The type Flink infers for a Python value in from_elements."""
     if isinstance(value, bool):

@@ -222,7 +222,6 @@ def _create(tree: exp.Create) -> Statement:
 _TYPES = {
     exp.DataType.Type.TEXT: "STRING",
     exp.DataType.Type.VARCHAR: "STRING",
-    exp.DataType.Type.CHAR: "STRING",
     exp.DataType.Type.INT: "INT",
     exp.DataType.Type.BIGINT: "BIGINT",
     exp.DataType.Type.SMALLINT: "SMALLINT",
