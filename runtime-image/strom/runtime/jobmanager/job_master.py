@@ -24,7 +24,7 @@ import asyncio
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import cloudpickle
@@ -85,6 +85,9 @@ class FailureRecord:
     task: str
     trace: str
     attempt: int
+    # Failures of the same failover noticed after this one (Flink's concurrentExceptions of a root
+    # entry): which of several concurrent failures is seen first is a race, so none of them is lost.
+    concurrent: tuple[FailureRecord, ...] = ()
 
 
 @dataclass(eq=False)
@@ -108,6 +111,9 @@ class JobMaster:
         self.payload = cloudpickle.dumps(self.graph)
         self.restart = restart_strategy_from(self.graph.config)
         self.subtasks: dict[tuple[str, int], SubtaskStatus] = {}
+        # TaskManagers of the attempt that failed last, until the next attempt runs everywhere: the loss
+        # of one of them in that time is part of that failover (see on_taskmanager_lost)
+        self._failed_over_tms: set[str] = set()
         self.state_times: dict[str, float] = {"CREATED": self.start_time}
         self._loop = asyncio.get_running_loop()
         self.done: asyncio.Future[str] = self._loop.create_future()
@@ -264,6 +270,18 @@ class JobMaster:
         del self.failures[:dropped]
         self.failures_dropped += dropped  # the history says it was truncated, as Flink's does
 
+    def _record_concurrent_failure(self, task: str, trace: str) -> None:
+        """A failure that belongs to the newest failover (noticed after its root cause): kept among the
+        newest entry's concurrent exceptions, as Flink's exception history groups one failover's failures."""
+        if not self.failures:
+            return
+        root = self.failures[-1]
+        if any(c.task == task for c in root.concurrent) or root.task == task:
+            return  # the same loss reported twice (connection close and heartbeat timeout)
+        log.info("Job %s attempt %d: %s failed during the failover: %s", self.job_id, root.attempt, task, trace)
+        concurrent = FailureRecord(int(time.time() * 1000), task, trace, root.attempt)
+        self.failures[-1] = replace(root, concurrent=root.concurrent + (concurrent,))
+
     # -- scheduling --------------------------------------------------------------------------------
     async def start(self) -> None:
         if self.state in TERMINAL_JOB_STATES:  # suspended (the JobManager stopped) before it was scheduled
@@ -348,6 +366,8 @@ class JobMaster:
         st.state = upd.state
         if upd.state in TERMINAL_TASK_STATES:
             st.end_time = time.time()
+        if upd.state == "RUNNING" and all(s.state in ("RUNNING", "FINISHED") for s in self.subtasks.values()):
+            self._failed_over_tms = set()  # the new attempt is deployed: a later loss is a new failure
         if self._stop is not None:
             # a stop in progress: tasks end cancelled (or finished, when drained); nothing fails over
             if all(s.state in TERMINAL_TASK_STATES for s in self.subtasks.values()):
@@ -369,8 +389,13 @@ class JobMaster:
             self.checkpointing.on_message(msg)
 
     def on_taskmanager_lost(self, tm_id: str, reason: str) -> None:
+        task = f"TaskManager {tm_id}"
         if self.state == "RUNNING" and any(s.tm_id == tm_id for s in self.subtasks.values()):
-            self.fail_over(f"TaskManager {tm_id}", reason)
+            self.fail_over(task, reason)
+        elif tm_id in self._failed_over_tms:
+            # It ran part of the attempt that failed last: a downstream task that lost its connection
+            # to it was noticed first (a race). The loss is part of that failover, as in Flink.
+            self._record_concurrent_failure(task, reason)
 
     def _checkpoint_failures_exceeded(self, reason: str) -> None:
         # called on the coordinator's threads; the job's state belongs to the loop
@@ -386,6 +411,7 @@ class JobMaster:
         log.warning("Job %s attempt %d: %s failed: %s", self.job_id, self.attempt, task, _last_line(trace))
         log.info("Job %s attempt %d: %s failed:\n%s", self.job_id, self.attempt, task, trace)
         self._record_failure(task, trace)
+        self._failed_over_tms = {s.tm_id for s in self.subtasks.values() if s.tm_id}
         self._set_state("FAILING")
         if self.checkpointing is not None:
             self.checkpointing.detach(f"{task} failed")

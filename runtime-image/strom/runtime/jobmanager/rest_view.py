@@ -12,7 +12,7 @@ from strom.common.job_payload import decode_job
 from strom.runtime.checkpoint.stats import CheckpointStats
 from strom.runtime.jobmanager.dispatcher import JobManager
 from strom.runtime.jobmanager.job_configuration import shown_configuration
-from strom.runtime.jobmanager.job_master import TERMINAL_JOB_STATES, JobMaster
+from strom.runtime.jobmanager.job_master import TERMINAL_JOB_STATES, FailureRecord, JobMaster
 from strom.runtime.jobmanager.read_model import (
     BadRequestError,
     CheckpointEntry,
@@ -151,15 +151,17 @@ class DispatcherView:
 
     def exceptions(self, jid: JobId) -> JobExceptions:
         job = self._job(jid)
-        history = tuple(
-            ExceptionEntry(
+
+        def entry(f: FailureRecord) -> ExceptionEntry:
+            return ExceptionEntry(
                 exception_name=_exception_name(f.trace),
                 stacktrace=f.trace,
                 timestamp=f.timestamp_ms,
                 task_name=f.task,
+                concurrent=tuple(entry(c) for c in f.concurrent),
             )
-            for f in reversed(job.failures)
-        )
+
+        history = tuple(entry(f) for f in reversed(job.failures))
         return JobExceptions(history=history, truncated=job.failures_dropped > 0)
 
     def cancel(self, jid: JobId) -> None:
