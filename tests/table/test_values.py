@@ -39,3 +39,16 @@ def test_batch_table_api_global_aggregate_and_unbounded_source_refused() -> None
     t_env.execute_sql("CREATE TABLE endless (id INT) WITH ('connector' = 'datagen')")
     with pytest.raises(ValidationException, match="'endless' is unbounded; batch mode needs bounded sources"):
         t_env.execute_sql("SELECT id FROM endless")
+
+
+def test_integer_overflow_wraps_as_java() -> None:
+    """Flink's INT arithmetic and SUM(INT) overflow in two's complement (Java int), BIGINT likewise."""
+    from strom.table import EnvironmentSettings, TableEnvironment
+
+    t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+    schema = DataTypes.ROW([DataTypes.FIELD("a", DataTypes.INT()), DataTypes.FIELD("b", DataTypes.BIGINT())])
+    t_env.create_temporary_view("t", t_env.from_elements([(2**31 - 1, 2**63 - 1), (1, 1)], schema))
+    with t_env.execute_sql("SELECT a + 1, b * 2 FROM t").collect() as rows:
+        assert [tuple(r) for r in rows] == [(-(2**31), -2), (2, 2)]
+    with t_env.execute_sql("SELECT SUM(a) FROM t").collect() as rows:
+        assert [tuple(r) for r in rows][-1] == (-(2**31),)

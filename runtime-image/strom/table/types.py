@@ -56,6 +56,16 @@ class DataType:
 _NUMERIC_RANK = {"TINYINT": 0, "SMALLINT": 1, "INT": 2, "BIGINT": 3, "FLOAT": 4, "DOUBLE": 5}
 
 
+_BITS = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}
+
+
+def wrap_integer(v: int, root: str) -> int:
+    """Java's two's-complement overflow for Flink's integer types (INT_MAX + 1 is INT_MIN)."""
+    bits = _BITS[root]
+    half = 1 << (bits - 1)
+    return ((v + half) % (1 << bits)) - half
+
+
 def wider_numeric(a: DataType, b: DataType) -> DataType:
     """Flink's implicit widening for arithmetic between two numeric types."""
     root = a.root if _NUMERIC_RANK[a.root] >= _NUMERIC_RANK[b.root] else b.root

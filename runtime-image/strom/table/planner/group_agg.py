@@ -17,6 +17,7 @@ from strom.common.typeinfo import Types
 from strom.datastream.functions import KeyedProcessFunction
 from strom.datastream.state import ValueStateDescriptor
 from strom.table.planner.plan import AggCall
+from strom.table.types import wrap_integer
 
 _RETRACTIONS = (RowKind.UPDATE_BEFORE, RowKind.DELETE)
 
@@ -63,12 +64,18 @@ class _Acc:
             if f == "max":
                 return max(values)
             total = sum(values)
-            return total if f == "sum" else _avg(total, len(values), agg)
+            return _sum(total, agg) if f == "sum" else _avg(total, len(values), agg)
         if f == "count":
             return acc
         if acc[1] == 0:
             return None
-        return acc[0] if f == "sum" else _avg(acc[0], acc[1], agg)
+        return _sum(acc[0], agg) if f == "sum" else _avg(acc[0], acc[1], agg)
+
+
+def _sum(total: Any, agg: AggCall) -> Any:
+    # SUM(INT) is INT in Flink and overflows as Java does; the accumulator keeps the exact total, so
+    # retractions stay exact and the wrapped value is only what is emitted
+    return wrap_integer(total, agg.data_type.root) if agg.data_type.is_integral else total
 
 
 def _avg(total: Any, n: int, agg: AggCall) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 from strom.table.errors import NotSupportedYet, ValidationException
 from strom.table.expressions import Expression
 from strom.table.planner.values import sql_string
-from strom.table.types import DataType, DataTypes, type_of_value, wider_numeric
+from strom.table.types import DataType, DataTypes, type_of_value, wider_numeric, wrap_integer
 
 Fn = Callable[[Sequence[Any]], Any]
 Columns = Sequence[tuple[str, DataType]]
@@ -68,18 +68,16 @@ def _arith(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, Dat
     a, b = fns
     t = wider_numeric(types[0], types[1])
     integral = t.is_integral
+    root = t.root
     op = e.name
 
     def f(row: Sequence[Any]) -> Any:
         x, y = a(row), b(row)
         if x is None or y is None:
             return None
-        if op == "+":
-            return x + y
-        if op == "-":
-            return x - y
-        if op == "*":
-            return x * y
+        if op in ("+", "-", "*"):
+            v = x + y if op == "+" else x - y if op == "-" else x * y
+            return wrap_integer(v, root) if integral else v
         if integral:
             if y == 0:
                 raise ArithmeticError(f"{e.sql()}: division by zero")
