@@ -7,6 +7,7 @@ from tests.operator.operator_harness import (  # noqa: F401 - registers the fixt
     k8s,
     kubelet,
     operator,
+    own_namespace,
     pod_network,
     s3_server_on_pod_network,
     url_map,

@@ -20,6 +20,8 @@
   liveness on free ports, requeue delays capped at 1 s and the kubelet's `url_map`; its
   credentials are KUBECONFIG's, or STROM_TEST_OPERATOR_KUBECONFIG's (e.g. the Helm chart's
   ServiceAccount token, to run the tests under the chart's RBAC).
+* `own_namespace`: `k8s` in a namespace of its own that no operator watches, for a reconciler under
+  test to be the only one there (on a real server made for the test and deleted after it).
 * every test that uses `k8s` leaves the API as it found it: the FlinkJobs, Secrets and
   ServiceAccounts it created are deleted after it, FlinkJobs first and waited for (the operator
   removes its finalizer; one it cannot remove in time is stripped, so a namespace deletion or a
@@ -30,12 +32,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import re
 import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -350,6 +354,25 @@ def clean_up(k8s: ApiCaller, before: dict[str, set[str]]) -> None:
             except KubeApiError as e:
                 if e.status != 404:
                     raise
+
+
+@pytest.fixture
+def own_namespace(k8s: Cluster) -> Iterator[Cluster]:
+    """`k8s` in a namespace no operator watches, for a reconciler under test to be the only one there.
+    The emulator serves any namespace; a real server gets one made (a new name each time: a deleted
+    namespace lingers while it terminates) and deleted after the test with everything in it."""
+    name = f"{k8s.namespace}-own-{uuid.uuid4().hex[:6]}"
+    if k8s.emulated:
+        own = dataclasses.replace(k8s, namespace=name)
+        yield own
+        clean_up(own, {kind: set() for kind in CLEANED_KINDS})
+        return
+    k8s.call(lambda k: k.request("POST", "/api/v1/namespaces",
+                                 body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}))
+    try:
+        yield dataclasses.replace(k8s, namespace=name)
+    finally:
+        k8s.call(lambda k: k.request("DELETE", f"/api/v1/namespaces/{name}"))
 
 
 @pytest.fixture(autouse=True)

@@ -117,7 +117,8 @@ def test_secrets_are_read_once_per_ttl_and_a_missing_one_names_itself() -> None:
         asyncio.run(missing.s3_credentials("streams", "s3"))
 
 
-# -- the reconciler against the emulator ---------------------------------------------------------
+# -- the reconciler against the API, in a namespace of its own (own_namespace: the suite's operator, when it runs,
+# watches k8s's namespace and would reconcile the same FlinkJobs) ----------------------------------------------
 
 
 class RefusingKube(KubeApi):
@@ -157,7 +158,8 @@ def _events(k8s: Cluster, name: str) -> dict[str, dict[str, Any]]:
 
 
 def test_a_refused_first_deployment_is_a_condition_and_one_counted_warning_until_it_is_allowed(
-        k8s: Cluster) -> None:
+        own_namespace: Cluster) -> None:
+    k8s = own_namespace
     name = f"refused-{uuid.uuid4().hex[:6]}"
     _flinkjob(k8s, name, checkpointing={"interval": "10 s", "dir": "file:///tmp/strom-chk"})
     reconciler, kube, events = _reconciler(k8s)
@@ -192,7 +194,8 @@ def test_a_refused_first_deployment_is_a_condition_and_one_counted_warning_until
         k8s.call(lambda k: k.delete("FlinkJob", k8s.namespace, name))
 
 
-def test_a_missing_s3_secret_does_not_hold_up_a_first_deployment(k8s: Cluster) -> None:
+def test_a_missing_s3_secret_does_not_hold_up_a_first_deployment(own_namespace: Cluster) -> None:
+    k8s = own_namespace
     name = f"nos3-{uuid.uuid4().hex[:6]}"
     _flinkjob(k8s, name, s3={"endpoint": "http://127.0.0.1:9", "credentialsSecret": "absent"})
     reconciler, kube, events = _reconciler(k8s)
@@ -209,7 +212,8 @@ def test_a_missing_s3_secret_does_not_hold_up_a_first_deployment(k8s: Cluster) -
         k8s.call(lambda k: k.delete("FlinkJob", k8s.namespace, name))
 
 
-def test_a_missing_s3_secret_before_a_redeployment_is_a_condition_not_a_deployment(k8s: Cluster) -> None:
+def test_a_missing_s3_secret_before_a_redeployment_is_a_condition_not_a_deployment(own_namespace: Cluster) -> None:
+    k8s = own_namespace
     name = f"nos3up-{uuid.uuid4().hex[:6]}"
     _flinkjob(k8s, name, s3={"endpoint": "http://127.0.0.1:9", "credentialsSecret": "absent"})
     reconciler, kube, events = _reconciler(k8s)

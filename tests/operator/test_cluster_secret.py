@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import uuid
 
-import pytest
 import yaml
 from strom.common.configuration import Configuration
 from strom.runtime.network.cluster_secret import resolve_cluster_secret
@@ -18,7 +17,7 @@ from strom_operator.labels import FlinkJobRef
 from strom_operator.spec import FlinkJobSpec
 from strom_operator.taskmanager import build_taskmanager_deployment
 
-from tests.operator.fakes import make_spec
+from tests.operator.fakes import make_spec, spec_dict
 from tests.operator.operator_harness import Cluster
 
 REF = FlinkJobRef("wordcount", "streams", "uid-1")
@@ -65,10 +64,12 @@ def test_spark_batch_pods_do_not_get_it():
     assert len(pods) == 2 and "STROM_CLUSTER_SECRET" not in text and "cluster-secret" not in text
 
 
-def test_ensure_creates_it_once_and_never_changes_it(k8s: Cluster) -> None:
-    if not k8s.emulated:
-        pytest.skip("a real API server garbage-collects a Secret whose owner FlinkJob does not exist")
-    ref = FlinkJobRef(f"cs-{uuid.uuid4().hex[:6]}", k8s.namespace, "")
+def test_ensure_creates_it_once_and_never_changes_it(own_namespace: Cluster) -> None:
+    k8s = own_namespace  # no operator there makes the Secret first
+    # a FlinkJob that exists: a real API server garbage-collects a Secret whose owner does not
+    body = {"apiVersion": "strom.io/v1beta1", "kind": "FlinkJob",
+            "metadata": {"name": f"cs-{uuid.uuid4().hex[:6]}", "namespace": k8s.namespace}, "spec": spec_dict()}
+    ref = FlinkJobRef.from_metadata(k8s.call(lambda k: k.create(body))["metadata"])
     name = cluster_secret_name(ref)
     try:
         assert k8s.call(lambda k: ensure_cluster_secret(k, ref)) is True
@@ -78,3 +79,4 @@ def test_ensure_creates_it_once_and_never_changes_it(k8s: Cluster) -> None:
         assert _value(k8s.get("Secret", name)) == first
     finally:
         k8s.call(lambda k: k.delete("Secret", k8s.namespace, name))
+        k8s.call(lambda k: k.delete("FlinkJob", k8s.namespace, ref.name))

@@ -1,10 +1,10 @@
-"""spec.security through the reconciler against the API (the emulator, `k8s`): the generated TLS Secret is
-created before the pods and never regenerated, the NetworkPolicy is applied, and with a cert-manager
-issuer the deployment waits (Ready=False, TlsCertificatePending) until cert-manager's Secret is there."""
+"""spec.security through the reconciler against the API (the emulator or KUBECONFIG's cluster, in a namespace of
+its own: the suite's shared operator watches `k8s`'s and would create the Secret before the reconciler under test):
+the generated TLS Secret is created before the pods and never regenerated, the NetworkPolicy is applied, and with
+a cert-manager issuer the deployment waits (Ready=False, TlsCertificatePending) until cert-manager's Secret is there."""
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from typing import Any
 
@@ -12,7 +12,7 @@ import pytest
 from strom_operator.endpoints import JobManagerEndpoints
 from strom_operator.event_recorder import EventRecorder
 from strom_operator.jobmanager_client import JobManagerUnreachable
-from strom_operator.kube_api import KubeApi
+from strom_operator.kube_api import KubeApi, KubeApiError
 from strom_operator.labels import FlinkJobRef
 from strom_operator.observer import Observer
 from strom_operator.reconciler import Reconciler, ReconcilerSettings
@@ -61,16 +61,22 @@ def _reconciler(k8s: Cluster) -> tuple[Reconciler, RecordingKube, EventRecorder]
 
 
 @pytest.fixture
-def emulated(k8s: Cluster) -> Cluster:
+def with_certificates(own_namespace: Cluster) -> Cluster:
+    """A namespace of its own (own_namespace) on an API that serves cert-manager's Certificates: the emulator,
+    or a real server with cert-manager's CRD (cert-manager itself is not needed: the tests issue its Secret)."""
+    k8s = own_namespace
     if not k8s.emulated:
-        pytest.skip("a real API server needs cert-manager's CRD, and garbage-collects Secrets of absent owners")
-    # A namespace of its own: the suite's shared operator (started by earlier tests) watches k8s.namespace and
-    # would reconcile these FlinkJobs too, creating the Secret before the reconciler under test.
-    return dataclasses.replace(k8s, namespace=f"{k8s.namespace}-reconciler-only")
+        try:
+            k8s.call(lambda k: k.request("GET", "/apis/cert-manager.io/v1"))
+        except KubeApiError as e:
+            if e.status != 404:
+                raise
+            pytest.skip(f"cert-manager's CRD (certificates.cert-manager.io, v1) is not installed at {k8s.url}")
+    return k8s
 
 
-def test_the_generated_secret_comes_first_and_is_never_regenerated(emulated: Cluster) -> None:
-    k8s = emulated
+def test_the_generated_secret_comes_first_and_is_never_regenerated(own_namespace: Cluster) -> None:
+    k8s = own_namespace
     name = f"tls-{uuid.uuid4().hex[:6]}"
     _flinkjob(k8s, name, security={"tls": {"enabled": True}})
     reconciler, kube, events = _reconciler(k8s)
@@ -104,8 +110,9 @@ def test_the_generated_secret_comes_first_and_is_never_regenerated(emulated: Clu
         k8s.call(lambda k: k.delete("FlinkJob", k8s.namespace, name))
 
 
-def test_a_cert_manager_issuer_gets_a_certificate_and_the_deployment_waits_for_its_secret(emulated: Cluster) -> None:
-    k8s = emulated
+def test_a_cert_manager_issuer_gets_a_certificate_and_the_deployment_waits_for_its_secret(
+        with_certificates: Cluster) -> None:
+    k8s = with_certificates
     name = f"cm-{uuid.uuid4().hex[:6]}"
     _flinkjob(k8s, name, security={"tls": {"enabled": True, "issuerRef": {"name": "job-ca", "kind": "ClusterIssuer"}}})
     reconciler, kube, events = _reconciler(k8s)
@@ -141,8 +148,8 @@ def test_a_cert_manager_issuer_gets_a_certificate_and_the_deployment_waits_for_i
         k8s.call(lambda k: k.delete("Secret", k8s.namespace, f"{name}-tls"))
 
 
-def test_a_cert_manager_secret_without_the_ca_is_refused_with_what_to_do(emulated: Cluster) -> None:
-    k8s = emulated
+def test_a_cert_manager_secret_without_the_ca_is_refused_with_what_to_do(with_certificates: Cluster) -> None:
+    k8s = with_certificates
     name = f"acme-{uuid.uuid4().hex[:6]}"
     _flinkjob(k8s, name, security={"tls": {"enabled": True, "issuerRef": {"name": "letsencrypt"}}})
     issued = generated_tls_secret(FlinkJobRef(name, k8s.namespace, ""))
