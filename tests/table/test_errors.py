@@ -53,9 +53,10 @@ def test_validation_errors_name_what_is_wrong(t_env: TableEnvironment, sql: str,
     [
         ("SELECT user FROM clicks ORDER BY user", "ORDER BY"),
         ("SELECT user FROM clicks LIMIT 3", "LIMIT"),
-        ("SELECT DISTINCT user FROM clicks", "SELECT DISTINCT"),
+        ("SELECT user FROM clicks INTERSECT SELECT user FROM clicks", "INTERSECT"),
         ("SELECT a.user FROM clicks a JOIN clicks b ON a.user = b.user", "JOIN"),
-        ("SELECT user FROM clicks UNION ALL SELECT user FROM clicks", "UNION ALL"),
+        ("SELECT user FROM clicks EXCEPT SELECT user FROM clicks", "EXCEPT"),
+        ("SELECT user FROM clicks UNION ALL SELECT user FROM clicks ORDER BY user", "ORDER BY"),
         ("SELECT ROW_NUMBER() OVER (PARTITION BY user ORDER BY n) FROM clicks", "OVER windows"),
         ("SELECT my_udf(user) FROM clicks", "function MY_UDF"),
         ("SELECT DATE_FORMAT(user, 'yyyy') FROM clicks", "function"),
@@ -132,6 +133,9 @@ def test_table_api_unsupported_and_unknown(t_env: TableEnvironment) -> None:
     assert "unknown column 'nope'; available columns: user, url, n" == _one_line(e)
     with pytest.raises(ValidationException):
         t_env.from_elements([(1, "a")], ["a"])
+    with pytest.raises(ValidationException) as e:
+        clicks.select(col("user")).union_all(clicks.select(col("n")))
+    assert "column 'user' is STRING in one input, BIGINT in another" in _one_line(e)
     with pytest.raises(ValidationException) as e:
         from strom.table import DataTypes
 

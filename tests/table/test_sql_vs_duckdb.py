@@ -47,6 +47,12 @@ QUERIES: list[tuple[str, str | None]] = [
     ("SELECT COUNT(*) FROM items WHERE amount > 100", None),
     ("SELECT c, COUNT(*) FROM (SELECT category, COUNT(*) AS c FROM items GROUP BY category) GROUP BY c", None),
     ("SELECT i.name FROM items AS i WHERE i.amount >= 3", None),
+    ("SELECT DISTINCT category, flag FROM items", None),
+    ("SELECT DISTINCT c FROM (SELECT category, COUNT(*) AS c FROM items GROUP BY category)", None),
+    ("SELECT name, amount FROM items WHERE flag UNION ALL SELECT category, amount * 10 FROM items", None),
+    ("SELECT category FROM items UNION SELECT name FROM items", None),
+    ("SELECT category, COUNT(*) FROM (SELECT category FROM items UNION ALL SELECT category FROM items) "
+     "GROUP BY category", None),
 ]
 
 STREAMING_EMPTY = {"SELECT COUNT(*) FROM items WHERE amount > 100"}

@@ -42,6 +42,9 @@ def test_select_where_group_by_alias() -> None:
         assert reduce_changelog(list(rows)) == Counter({("a", 12.5, 2): 1, ("b", 5.5, 1): 1, ("c", None, 1): 1})
     renamed = orders.select(col("id"), col("k")).alias("order_id", "key")
     assert renamed.get_schema().get_field_names() == ["order_id", "key"]
+    keys = orders.select(col("k")).union_all(orders.select(col("k"))).distinct()
+    with keys.execute().collect() as rows:
+        assert reduce_changelog(list(rows)) == Counter({("a",): 1, ("b",): 1, ("c",): 1})
     distinct_keys = orders.group_by(col("k")).select(col("k"), col("id").count.distinct.alias("d"))
     assert [str(t) for t in distinct_keys.get_schema().get_field_data_types()] == ["STRING", "BIGINT NOT NULL"]
 

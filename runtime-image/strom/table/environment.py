@@ -233,9 +233,15 @@ class TableEnvironment:
     def _plan_query(self, tree: Any) -> PlanNode:
         return self._plan_parts(sqlp.select_parts(tree))
 
-    def _plan_parts(self, parts: sqlp.SelectParts) -> PlanNode:
-        source = self._plan_parts(parts.source) if isinstance(parts.source, sqlp.SelectParts) else self._scan(
-            parts.source)
+    def _plan_parts(self, parts: sqlp.SelectParts | sqlp.UnionParts) -> PlanNode:
+        if isinstance(parts, sqlp.UnionParts):
+            node = builder.union_all([self._plan_parts(p) for p in parts.inputs])
+            return node if parts.all else builder.distinct(node, self._final_only)
+        node = self._plan_select(parts)
+        return builder.distinct(node, self._final_only) if parts.distinct else node
+
+    def _plan_select(self, parts: sqlp.SelectParts) -> PlanNode:
+        source = self._scan(parts.source) if isinstance(parts.source, str) else self._plan_parts(parts.source)
         if parts.group_by is not None:
             node = source if parts.where is None else builder.filter_(source, parts.where)
             return builder.aggregate(node, parts.group_by, parts.select, parts.having, self._final_only)

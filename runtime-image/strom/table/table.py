@@ -43,6 +43,15 @@ class Table:
     def group_by(self, *fields: Expression) -> GroupedTable:
         return GroupedTable(self, _exprs(fields, "group_by"))
 
+    def distinct(self) -> Table:
+        return Table(self._t_env, builder.distinct(self._node, self._t_env._final_only))
+
+    def union_all(self, right: Table) -> Table:
+        return Table(self._t_env, builder.union_all([self._node, right._node]))
+
+    def union(self, right: Table) -> Table:
+        return self.union_all(right).distinct()
+
     def alias(self, field: str, *fields: str) -> Table:
         return Table(self._t_env, builder.rename(self._node, [field, *fields]))
 
@@ -108,13 +117,10 @@ for _name, _feature in {
     "left_outer_join_lateral": "table functions",
     "window": "group windows",
     "over_window": "over windows",
-    "union": "UNION",
-    "union_all": "UNION ALL",
     "minus": "MINUS",
     "minus_all": "MINUS ALL",
     "intersect": "INTERSECT",
     "intersect_all": "INTERSECT ALL",
-    "distinct": "DISTINCT",
     "order_by": "ORDER BY",
     "fetch": "FETCH",
     "limit": "LIMIT",

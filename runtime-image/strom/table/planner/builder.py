@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from strom.table.errors import NotSupportedYet, ValidationException
 from strom.table.expressions import AGGREGATES, Expression, col
-from strom.table.planner.plan import AggCall, CalcNode, Columns, GroupAggregateNode, PlanNode
+from strom.table.planner.plan import AggCall, CalcNode, Columns, GroupAggregateNode, PlanNode, UnionAllNode
 from strom.table.planner.scalar import compile_scalar
-from strom.table.types import DataType, DataTypes
+from strom.table.types import DataType, DataTypes, wider_numeric
 
 
 def output_name(e: Expression, position: int, unnamed: str = "EXPR$") -> str:
@@ -182,3 +182,28 @@ def _rewrite(e: Expression, mapping: dict[str, str], in_cols: Columns) -> Expres
         return e
     return Expression(e.op, e.name, tuple(_rewrite(a, mapping, in_cols) for a in e.args), e.value, e.data_type,
                       e.is_distinct)
+
+
+def distinct(input_node: PlanNode, final_only: bool) -> PlanNode:
+    """SELECT DISTINCT: a GroupAggregate over every column with no aggregate calls, as Flink plans it."""
+    return aggregate(input_node, [col(n) for n in input_node.names()], [col(n) for n in input_node.names()], None,
+                     final_only)
+
+
+def union_all(inputs: list[PlanNode]) -> PlanNode:
+    first = inputs[0]
+    for other in inputs[1:]:
+        if len(other.columns) != len(first.columns):
+            raise ValidationException(
+                f"UNION ALL: inputs have {len(first.columns)} and {len(other.columns)} columns"
+            )
+        for (n, a), (_, b) in zip(first.columns, other.columns, strict=True):
+            if a.root != b.root and not (a.is_numeric and b.is_numeric):
+                raise ValidationException(f"UNION ALL: column {n!r} is {a.base()} in one input, {b.base()} in another")
+    columns = []
+    for k, (n, t) in enumerate(first.columns):
+        for other in inputs[1:]:
+            if t.is_numeric:
+                t = wider_numeric(t, other.columns[k][1])  # INT with BIGINT is BIGINT, as Flink widens
+        columns.append((n, DataType(t.root, any(i.columns[k][1].nullable for i in inputs), t.precision)))
+    return UnionAllNode(columns, union_inputs=list(inputs))

@@ -112,3 +112,17 @@ class GroupAggregateNode(PlanNode):
         select = ", ".join([in_names[k] for k in self.keys] + [f"{a.text} AS {n}" for a, (n, _) in zip(
             self.aggs, self.columns[len(self.keys):], strict=True)])
         return f"GroupAggregate(groupBy=[{group}], select=[{select}])"
+
+
+@dataclass(eq=False)
+class UnionAllNode(PlanNode):
+    """UNION ALL: the inputs' rows (and RowKinds) merged; the columns are the first input's."""
+
+    union_inputs: list[PlanNode] = field(default_factory=list)
+
+    @property
+    def inputs(self) -> list[PlanNode]:
+        return list(self.union_inputs)
+
+    def describe(self) -> str:
+        return f"Union(all=[true], union=[{', '.join(self.names())}])"

@@ -14,20 +14,36 @@ from strom.datastream.data_stream import DataStream
 from strom.table.connectors import BlackHoleSink, DatagenSpec
 from strom.table.errors import NotSupportedYet
 from strom.table.planner.group_agg import GlobalGroupMarker, GroupAggFunction
-from strom.table.planner.plan import CalcNode, GroupAggregateNode, PlanNode, SourceNode
+from strom.table.planner.plan import CalcNode, GroupAggregateNode, PlanNode, SourceNode, UnionAllNode
 from strom.table.planner.scalar import compile_scalar
 from strom.table.planner.values import java_string
 
 
-def translate(node: PlanNode, env: Any) -> DataStream:
+def translate(node: PlanNode, env: Any, memo: dict[str, DataStream] | None = None) -> DataStream:
+    """A sub-plan that occurs twice (a view read twice, a self-union) is translated once and its stream
+    shared, as Flink reuses common sub-plans; so every uid in the job is distinct."""
+    memo = {} if memo is None else memo
+    key = node.digest()
+    if key not in memo:
+        memo[key] = _translate(node, env, memo)
+    return memo[key]
+
+
+def _translate(node: PlanNode, env: Any, memo: dict[str, DataStream]) -> DataStream:
     if isinstance(node, SourceNode):
         return _source(node, env)
     if isinstance(node, CalcNode):
         assert node.input is not None
-        return _calc(node, translate(node.input, env))
+        return _calc(node, translate(node.input, env, memo))
     if isinstance(node, GroupAggregateNode):
         assert node.input is not None
-        return _group_aggregate(node, translate(node.input, env))
+        return _group_aggregate(node, translate(node.input, env, memo))
+    if isinstance(node, UnionAllNode):
+        first, *rest = (translate(i, env, memo) for i in node.union_inputs)
+        names = node.names()
+        renamed = [ds.map(_CalcMap([_getter(k) for k in range(len(names))], names)).name("Calc[union-names]").uid(
+            node.uid(f"union-input-{i + 1}")) for i, ds in enumerate(rest)]
+        return first.union(*renamed)
     raise NotSupportedYet(f"plan node {type(node).__name__}")
 
 
@@ -58,6 +74,10 @@ class _CalcMap:
         out = Row(**dict(zip(self.names, [f(row) for f in self.fns], strict=True)))
         out.set_row_kind(row.get_row_kind())
         return out
+
+
+def _getter(k: int) -> Callable[[Any], Any]:
+    return lambda row: row[k]
 
 
 def _calc(node: CalcNode, ds: DataStream) -> DataStream:

@@ -257,10 +257,18 @@ class SelectParts:
     group_by: list[Expression] | None
     having: Expression | None
     qualifiers: set[str] = field(default_factory=set)
+    distinct: bool = False
+
+
+@dataclass
+class UnionParts:
+    """`a UNION ALL b` (all) or `a UNION b` (distinct rows)."""
+
+    inputs: list[Any]  # SelectParts | UnionParts
+    all: bool
 
 
 _CLAUSES = [
-    ("distinct", "SELECT DISTINCT"),
     ("order", "ORDER BY"),
     ("limit", "LIMIT"),
     ("offset", "OFFSET"),
@@ -273,11 +281,14 @@ _CLAUSES = [
 ]
 
 
-def select_parts(tree: exp.Expression) -> SelectParts:
+def select_parts(tree: exp.Expression) -> SelectParts | UnionParts:
     if isinstance(tree, exp.Subquery):
         return select_parts(tree.this)
     if isinstance(tree, exp.Union):
-        raise NotSupportedYet("UNION" if tree.args.get("distinct") else "UNION ALL")
+        for key, feature in (("order", "ORDER BY"), ("limit", "LIMIT"), ("offset", "OFFSET")):
+            if tree.args.get(key):
+                raise NotSupportedYet(feature)
+        return UnionParts([select_parts(tree.this), select_parts(tree.expression)], all=not tree.args.get("distinct"))
     if isinstance(tree, (exp.Intersect, exp.Except)):
         raise NotSupportedYet(type(tree).__name__.upper())
     if not isinstance(tree, exp.Select):
@@ -285,6 +296,9 @@ def select_parts(tree: exp.Expression) -> SelectParts:
     for key, feature in _CLAUSES:
         if tree.args.get(key):
             raise NotSupportedYet(feature)
+    distinct = tree.args.get("distinct")
+    if distinct is not None and distinct.args.get("on") is not None:
+        raise NotSupportedYet("SELECT DISTINCT ON")
     from_ = tree.args.get("from_") or tree.args.get("from")
     if from_ is None:
         raise NotSupportedYet("SELECT without FROM")
@@ -320,6 +334,7 @@ def select_parts(tree: exp.Expression) -> SelectParts:
         group_by=[tr.expr(e) for e in group.expressions] if group is not None else None,
         having=tr.expr(having.this) if having is not None else None,
         qualifiers=qualifiers,
+        distinct=distinct is not None,
     )
 
 
