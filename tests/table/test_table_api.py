@@ -167,3 +167,13 @@ def test_schema_builder_and_from_elements_with_schema() -> None:
     assert [str(t) for t in table.get_schema().get_field_data_types()] == ["INT", "STRING"]
     with table.select(col("b").is_null.alias("missing")).execute().collect() as rows:
         assert [r[0] for r in rows] == [False, True]
+
+
+def test_explain_prints_the_plan_tree() -> None:
+    t_env = _t_env()
+    t_env.create_temporary_view("clicks", t_env.from_elements(CLICKS, ["user", "url"]))
+    [row] = list(t_env.execute_sql("EXPLAIN SELECT user, COUNT(url) FROM clicks GROUP BY user").collect())
+    lines = row[0].splitlines()
+    assert lines[0] == "== Optimized Physical Plan =="
+    assert lines[2] == "+- GroupAggregate(groupBy=[user], select=[user, COUNT(url) AS $a0])"
+    assert lines[-1].lstrip().startswith("+- Values(table=[Unregistered_Collection_Source_1]")

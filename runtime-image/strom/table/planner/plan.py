@@ -36,7 +36,12 @@ class PlanNode:
         raise NotImplementedError
 
     def digest(self) -> str:
-        return self.describe() + "".join(f"\n  <- {i.digest()}" for i in self.inputs)
+        """The node over its inputs as an indented tree (EXPLAIN prints it; uids hash it)."""
+        lines = [self.describe()]
+        for i in self.inputs:
+            child = i.digest().splitlines()
+            lines += ["+- " + child[0]] + ["   " + line for line in child[1:]]
+        return "\n".join(lines)
 
     def uid(self, kind: str) -> str:
         return f"{kind}_{hashlib.sha1(self.digest().encode()).hexdigest()[:16]}"
