@@ -17,6 +17,7 @@ from strom.common.typeinfo import Types
 from strom.datastream.functions import KeyedProcessFunction
 from strom.datastream.state import ValueStateDescriptor
 from strom.table.planner.plan import AggCall
+from strom.table.planner.rows import make_row
 from strom.table.types import wrap_integer
 
 _RETRACTIONS = (RowKind.UPDATE_BEFORE, RowKind.DELETE)
@@ -95,17 +96,17 @@ class GroupAggFunction(KeyedProcessFunction):
     def __init__(self, key_count: int, aggs: list[AggCall], names: list[str], final_only: bool):
         self.key_count = key_count
         self.aggs = aggs
-        self.names = names
+        self.names = tuple(names)
         self.final_only = final_only
 
     def open(self, runtime_context: Any) -> None:
         self.state = runtime_context.get_state(ValueStateDescriptor("group-agg-accs", Types.PICKLED_BYTE_ARRAY()))
 
-    def _result(self, key: tuple, accs: list[Any], kind: RowKind) -> Row:
-        row = Row(**dict(zip(self.names, (*key, *(_Acc.value(a, s) for a, s in zip(
-            self.aggs, accs, strict=True))), strict=True)))
-        row.set_row_kind(kind)
-        return row
+    def _values(self, accs: list[Any]) -> tuple:
+        return tuple(_Acc.value(a, s) for a, s in zip(self.aggs, accs, strict=True))
+
+    def _result(self, key: tuple, values: tuple, kind: RowKind) -> Row:
+        return make_row((*key, *values), self.names, kind)
 
     def process_element(self, value: Any, ctx: Any) -> Iterator[Row]:
         if isinstance(value, GlobalGroupMarker):
@@ -125,35 +126,29 @@ class GroupAggFunction(KeyedProcessFunction):
         else:
             count, accs = stored
             first = False
-        before = None if first or self.final_only else self._result(key, accs, RowKind.UPDATE_BEFORE)
+        before = None if first or self.final_only else self._values(accs)
         sign = -1 if retract else 1
         for i, agg in enumerate(self.aggs):
-            arg = None if agg.arg is None else value[agg.arg]
-            if agg.arg is None:
-                arg = 1  # COUNT(*)
+            arg = 1 if agg.arg is None else value[agg.arg]  # COUNT(*) counts every row
             accs[i] = _Acc.add(agg, accs[i], arg, sign)
         count += sign
         if count <= 0 and not self.final_only:
             self.state.clear()
             if before is not None:
-                before.set_row_kind(RowKind.DELETE)
-                yield before
+                yield self._result(key, before, RowKind.DELETE)
             return
         self.state.update((count, accs))
         if self.final_only:
             return
-        if first:
-            yield self._result(key, accs, RowKind.INSERT)
-            return
-        after = self._result(key, accs, RowKind.UPDATE_AFTER)
-        assert before is not None
-        if tuple(after) == tuple(before):
-            return  # unchanged result: Flink emits nothing (without state TTL)
-        yield before
-        yield after
+        after = self._values(accs)
+        if before is None:
+            yield self._result(key, after, RowKind.INSERT)
+        elif after != before:  # an unchanged result emits nothing (without state TTL), as Flink
+            yield self._result(key, before, RowKind.UPDATE_BEFORE)
+            yield self._result(key, after, RowKind.UPDATE_AFTER)
 
     def on_timer(self, timestamp: int, ctx: Any) -> Iterator[Row]:
         stored = self.state.value()
         if stored is not None and (stored[0] > 0 or self.key_count == 0):
-            yield self._result(tuple(ctx.get_current_key()), stored[1], RowKind.INSERT)
+            yield self._result(tuple(ctx.get_current_key()), self._values(stored[1]), RowKind.INSERT)
         self.state.clear()

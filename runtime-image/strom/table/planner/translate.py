@@ -15,6 +15,7 @@ from strom.table.connectors import BlackHoleSink, DatagenSpec
 from strom.table.errors import NotSupportedYet
 from strom.table.planner.group_agg import GlobalGroupMarker, GroupAggFunction
 from strom.table.planner.plan import CalcNode, GroupAggregateNode, PlanNode, SourceNode, UnionAllNode
+from strom.table.planner.rows import make_row
 from strom.table.planner.scalar import compile_scalar
 from strom.table.planner.values import java_string
 
@@ -50,7 +51,7 @@ def _translate(node: PlanNode, env: Any, memo: dict[str, DataStream]) -> DataStr
 def _source(node: SourceNode, env: Any) -> DataStream:
     names = node.names()
     if node.elements is not None:
-        rows = [Row(**dict(zip(names, values, strict=True))) for values in node.elements]
+        rows = [make_row(values, tuple(names)) for values in node.elements]
         return env.from_collection(rows).name(f"Values[{node.table_name}]").uid(node.uid("values"))
     if node.options.get("connector") == "datagen":
         from strom.connectors.datagen import DataGeneratorSource
@@ -68,12 +69,10 @@ class _CalcMap:
 
     def __init__(self, fns: list[Callable[[Any], Any]], names: list[str]) -> None:
         self.fns = fns
-        self.names = names
+        self.names = tuple(names)
 
     def __call__(self, row: Any) -> Row:
-        out = Row(**dict(zip(self.names, [f(row) for f in self.fns], strict=True)))
-        out.set_row_kind(row.get_row_kind())
-        return out
+        return make_row([f(row) for f in self.fns], self.names, row.get_row_kind())
 
 
 def _getter(k: int) -> Callable[[Any], Any]:
