@@ -40,6 +40,9 @@ from strom.runtime.shutdown_signals import exit_status, signal_name, stop_childr
 
 EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_SIGINT, EXIT_SIGTERM = 130, 143  # 128 + the signal's number, as shells report it
+# stdout closed by its reader (`strom info JOBID | grep -q x`): no message and 128 + SIGPIPE, what git and
+# coreutils give (the default SIGPIPE action kills them; the shell reports 141)
+EXIT_SIGPIPE = 141
 
 USAGE = TOP  # `strom --help`
 
@@ -267,6 +270,8 @@ def run_job(
     except NoOperatorsError as e:
         print(f"strom: error: {path}: {e}", file=err)
         return EXIT_JOB_FAILED
+    except LocalClusterStartError as e:
+        raise e.error from None
     except JobExecutionError as e:
         print("\n The program finished with the following exception:\n", file=err)
         print(str(e), file=err)
@@ -339,19 +344,54 @@ def run_command(request: RunRequest, configuration: Configuration) -> int:
 
 
 def _run_on(cluster: Any, request: RunRequest, configuration: Configuration) -> int:
+    executor = LazyClusterExecutor(cluster)
     try:
-        cluster.start()
-        jm = cluster.jm
-        # stderr: stdout is the job's (print sinks); the port is random unless rest.port was set
-        print(
-            f"Local cluster started: REST http://127.0.0.1:{jm.rest_port} "
-            f"(strom list --jobmanager 127.0.0.1:{jm.rest_port}), rpc port {jm.rpc_port}",
-            file=sys.stderr,
-            flush=True,
-        )
-        return run_job(request.path, request.job_args, configuration, executor=cluster.executor())
+        return run_job(request.path, request.job_args, configuration, executor=executor)
     finally:
-        cluster.close()
+        if executor.started:
+            cluster.close()
+
+
+class LocalClusterStartError(Exception):
+    """The mini-cluster did not start (`error`): run_job hands the OSError on to main(), as before a job."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class LazyClusterExecutor:
+    """`strom run`'s executor: the mini-cluster starts when the program executes its first STREAMING job
+    (a program that sets BATCH in code runs on Spark, and one that executes nothing starts nothing)."""
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+        self.started = False
+        self._executor: Any = None
+
+    def _started(self) -> Any:
+        if self._executor is None:
+            self.started = True  # before start(): a half-started cluster is closed too
+            try:
+                self.cluster.start()
+            except OSError as e:  # a port in use: one line from main(), not the job program's traceback
+                raise LocalClusterStartError(e) from e
+            jm = self.cluster.jm
+            # stderr: stdout is the job's (print sinks); the port is random unless rest.port was set
+            print(
+                f"Local cluster started: REST http://127.0.0.1:{jm.rest_port} "
+                f"(strom list --jobmanager 127.0.0.1:{jm.rest_port}), rpc port {jm.rpc_port}",
+                file=sys.stderr,
+                flush=True,
+            )
+            self._executor = self.cluster.executor()
+        return self._executor
+
+    def __call__(self, graph: Any) -> Any:
+        return self._started()(graph)
+
+    def start_job(self, graph: Any) -> Any:
+        return self._started().start_job(graph)
 
 
 def jobmanager_command(request: RunRequest, configuration: Configuration) -> int:
@@ -433,8 +473,17 @@ def _print_help(args: list[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The `strom` command. SIGINT and SIGTERM stop it and every process it started (exit 128 + signal);
-    an expected failure is one line on stderr (--verbose: the traceback too)."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    an expected failure is one line on stderr (--verbose: the traceback too); a closed stdout ends it
+    quietly with 141 (see EXIT_SIGPIPE)."""
+    try:
+        code = _main(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush
+        return code
+    except BrokenPipeError:
+        return _stdout_closed()
+
+
+def _main(args: list[str]) -> int:
     if not args or args[0] in ("-h", "--help", "help"):
         return _print_help(args)
     if args[0] in ("-V", "--version"):
@@ -455,11 +504,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(f"strom: stopped by {signal_name(e)}", file=sys.stderr)
         return exit_status(e)
+    except BrokenPipeError:
+        return _stdout_closed()
     except OSError as e:  # a port in use, an unreadable file: what to fix is in the message
         if verbose:
             raise
         print(f"strom: error: {os_error_line(e)}", file=sys.stderr)
         return EXIT_JOB_FAILED
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away: end quietly. Whatever is still buffered goes to /dev/null, so that
+    the interpreter's final flush does not print 'Exception ignored ... BrokenPipeError' either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_SIGPIPE
 
 
 def os_error_line(error: OSError) -> str:
