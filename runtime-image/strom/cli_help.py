@@ -17,6 +17,8 @@ Exit codes (every command):
   130  stopped by SIGINT (Ctrl-C), 143 stopped by SIGTERM: every process the command started is
        stopped first (`strom run` cancels its job; an application-mode JobManager suspends it,
        so that it is recovered from its checkpoints, as Flink does)
+  141  its stdout was closed by the reader (`strom list | head -1`): ends quietly, as git and
+       coreutils do (128 + SIGPIPE)
 Errors are one line (`strom: error: ...`); --verbose adds the traceback.
 """
 

@@ -48,30 +48,69 @@ EXIT_FAILED = 1
 DEFAULT_JOBMANAGER = "localhost:8081"
 CANCEL_WAIT_S = 30.0
 
-USAGE = """\
-strom submit JOB.py [job args...] [-p N] [-D key=value ...] [--config FILE] [--jobmanager HOST:PORT]
-    Build the job's graph here and submit it to the JobManager; prints the job id.
-strom list [--jobmanager HOST:PORT]
-    List the JobManager's jobs: id, name, state, start time.
-strom info JOBID [--jobmanager HOST:PORT]
-    Show one job with its vertices and the state of every subtask.
-strom cancel JOBID [--jobmanager HOST:PORT]
-    Cancel a job and wait until it is CANCELED.
-strom savepoint JOBID [TARGET_DIR] [--jobmanager HOST:PORT]
-    Take a savepoint (default directory: state.savepoints.dir); prints its location.
-strom savepoint --dispose SAVEPOINT_PATH [--jobmanager HOST:PORT]
-    Delete a savepoint (through the JobManager, with its storage credentials); refuses a checkpoint.
-strom stop JOBID [--savepoint-path DIR] [--drain] [--jobmanager HOST:PORT]
-    Take a savepoint, then stop the job (it ends FINISHED); prints the savepoint's location. The
-    sources emit nothing after the savepoint; --drain first emits the maximum watermark, so every
-    event-time window and timer fires before the savepoint.
-
+_COMMON_OPTIONS = """\
   --jobmanager HOST:PORT  the JobManager's REST endpoint (rest.address:rest.port); default localhost:8081
   -D key=value, --config FILE
                           configuration of the client: security.ssl.rest.enabled, .keystore, .key,
                           .truststore, ... speak HTTPS with a client certificate (mutual TLS)
   --verbose               print the traceback of a failure
 """
+
+# `strom COMMAND --help`: each command's usage, what it does and what its exit status means
+HELP = {
+    "submit": """\
+usage: strom submit JOB.py [job args...] [-p N] [-D key=value ...] [--config FILE] [--jobmanager HOST:PORT]
+
+Builds the job's graph here (JOB.py runs as __main__ up to env.execute()) and submits it to the
+JobManager; prints the job id and returns at once. The job's print() output goes to its TaskManagers'
+stdout, not here. -D and --config keys become the job's configuration (security.ssl.rest.* stay the
+client's); --from-savepoint PATH [--allow-non-restored-state] starts it from a savepoint.
+
+  -p, --parallelism N     the job's default parallelism
+Exit status: 0 submitted; 1 refused by the JobManager or the program raised; 2 bad arguments.
+""",
+    "list": """\
+usage: strom list [--jobmanager HOST:PORT]
+
+Lists the JobManager's jobs: id, name, state, start time (or "No jobs.").
+Exit status: 0 listed; 1 the JobManager could not be reached; 2 bad arguments.
+""",
+    "info": """\
+usage: strom info JOBID [--jobmanager HOST:PORT]
+
+Shows one job with its vertices and the state of every subtask.
+Exit status: 0 shown; 1 no such job or the JobManager could not be reached; 2 bad arguments.
+""",
+    "cancel": """\
+usage: strom cancel JOBID [--jobmanager HOST:PORT]
+
+Cancels a job and waits until it is CANCELED (Flink's `flink cancel`).
+Exit status: 0 the job is CANCELED; 1 it had already ended, no such job, or it did not end
+in time; 2 bad arguments.
+""",
+    "savepoint": """\
+usage: strom savepoint JOBID [TARGET_DIR] [--jobmanager HOST:PORT]
+       strom savepoint --dispose SAVEPOINT_PATH [--jobmanager HOST:PORT]
+
+Takes a savepoint of a running job (default directory: state.savepoints.dir) and prints its location;
+the job goes on. --dispose deletes a savepoint through the JobManager, with its storage credentials
+(a checkpoint is refused).
+Exit status: 0 the savepoint is complete (or disposed of); 1 it failed, no such job or savepoint;
+2 bad arguments.
+""",
+    "stop": """\
+usage: strom stop JOBID [--savepoint-path DIR] [--drain] [--jobmanager HOST:PORT]
+
+Takes a savepoint, then stops the job (it ends FINISHED); prints the savepoint's location. The
+sources emit nothing after the savepoint; --drain first emits the maximum watermark, so every
+event-time window and timer fires before the savepoint.
+Exit status: 0 stopped with a savepoint; 1 the savepoint failed (the job goes on) or no such job;
+2 bad arguments.
+""",
+}
+
+# every client command in one text (the module's overview; `strom --help` lists them)
+USAGE = "\n".join(text.split("\n\n")[0] for text in HELP.values()) + "\n\n" + _COMMON_OPTIONS
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +198,7 @@ def _command(name: str, body: Callable[[ClientOptions, TextIO, TextIO], int]) ->
             print(f"strom {name}: error: {e}", file=err)
             return EXIT_USAGE
         if options.help:
-            print(USAGE + "\n" + EXIT_CODES, file=out, end="")
+            print(HELP[name] + "\n" + _COMMON_OPTIONS + "\n" + EXIT_CODES, file=out, end="")
             return EXIT_OK
         try:
             return body(options, out, err)
