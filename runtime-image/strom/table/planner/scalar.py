@@ -303,10 +303,22 @@ def cast_value(v: Any, source: DataType, target: DataType, safe: bool, what: str
     raise NotSupportedYet(f"CAST from {source.base()} to {target.base()}")
 
 
+def _castable(source: DataType, target: DataType) -> bool:
+    if target.root == "STRING" or source.root == target.root:
+        return True
+    if target.is_numeric or target.root == "BOOLEAN":
+        return source.is_numeric or source.root in ("STRING", "BOOLEAN")
+    if target.root in ("TIMESTAMP", "DATE"):
+        return source.root in ("STRING", "TIMESTAMP")
+    return False
+
+
 def _cast(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
     (a,) = fns
     source, target, safe = types[0], e.data_type, bool(e.value)
     assert target is not None
+    if not _castable(source, target):
+        raise NotSupportedYet(f"CAST from {source.base()} to {target.base()} ({e.sql()})")
     what = e.sql()
     return (lambda row: cast_value(a(row), source, target, safe, what)), DataType(
         target.root, source.nullable or safe, target.precision
