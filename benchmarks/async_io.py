@@ -24,6 +24,8 @@ import time
 from strom.common import Types
 from strom.datastream import AsyncDataStream, AsyncFunction, StreamExecutionEnvironment
 
+from benchmarks.progress import step
+
 
 class Service(AsyncFunction):
     def __init__(self, latency_s: float) -> None:
@@ -72,7 +74,8 @@ def main() -> None:
     ]
     print(f"service latency {args.latency_ms} ms")
     for name, elements, build in runs:
-        elapsed = timed(build, elements)
+        with step(f"{name}: {elements:,} elements"):
+            elapsed = timed(build, elements)
         print(f"  {name:34s} {elements:7d} elements {elapsed:7.2f} s  {elements / elapsed:10,.0f} elements/s")
 
 

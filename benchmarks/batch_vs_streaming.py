@@ -37,6 +37,8 @@ from strom.datastream import AggregateFunction, RuntimeExecutionMode, SinkFuncti
 from strom.datastream.connectors.file_system import FileSource, StreamFormat
 from strom.datastream.window import TumblingEventTimeWindows
 
+from benchmarks.progress import step
+
 KEYS = 1000
 WINDOW_MS = 60_000
 
@@ -176,7 +178,8 @@ def main() -> None:
         for mode in (RuntimeExecutionMode.STREAMING, RuntimeExecutionMode.BATCH):
             out = os.path.join(work, mode.name.lower())
             os.makedirs(out)
-            times[mode.name] = run(mode, input_dir, out, args.parallelism, conf)
+            with step(f"{mode.name}: {lines:,} records"):
+                times[mode.name] = run(mode, input_dir, out, args.parallelism, conf)
             outputs[mode.name] = results(out)
         s, b = times["STREAMING"], times["BATCH"]
         print(f"STREAMING (engine, in-process):  {s:8.1f} s  {lines / s:10.0f} records/s")

@@ -25,6 +25,7 @@ from strom.datastream import StreamExecutionEnvironment
 from strom.datastream.executors import load_executor
 
 from benchmarks.micro import WINDOW_MS, CountingSink, EventSource, key_fn, loop_b, sum_fn, ts_fn
+from benchmarks.progress import step
 
 
 def run(n: int, interval_ms: int, backend: str = "hashmap") -> tuple[float, int, int]:
@@ -102,7 +103,8 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[tuple[str, str], tuple[float, int, int]] = {}
     events = {"hashmap": args.events, "rocksdb": min(args.events, args.rocksdb_events)}
     for backend, label, interval in configs:
-        runs = [run(events[backend], interval, backend) for _ in range(args.repeat)]
+        with step(f"{label}: {args.repeat} runs"):
+            runs = [run(events[backend], interval, backend) for _ in range(args.repeat)]
         expected = loop_b(events[backend])
         for _, count, _ in runs:
             if count != expected:

@@ -50,6 +50,7 @@ from benchmarks.micro import (
     sum_fn,
     ts_fn,
 )
+from benchmarks.progress import step
 
 
 def json_line(i: int) -> str:
@@ -184,12 +185,13 @@ def run(cluster: MiniCluster, build: Any, expected: int, repeat: int) -> tuple[f
     """Best end-to-end seconds (submission to end), best steady-state seconds and the least
     TaskManager CPU seconds of `repeat` runs."""
     best, best_steady, best_cpu = float("inf"), float("inf"), None
-    for _ in range(repeat):
+    for i in range(repeat):
         with tempfile.TemporaryDirectory() as d:
             graph = build(d)
             cpu_before = descendant_cpu_seconds()
             start = time.perf_counter()
-            cluster.executor()(graph)
+            with step(f"{graph.job_name}: run {i + 1} of {repeat}"):
+                cluster.executor()(graph)
             best = min(best, time.perf_counter() - start)
             cpu_after = descendant_cpu_seconds()
             got = counted(d)
@@ -292,11 +294,12 @@ def _terminate(processes: list[subprocess.Popen[bytes]]) -> None:
 def run_remote(cluster: NamespaceCluster, build: Any, expected: int, repeat: int) -> tuple[float, float, float | None]:
     """As `run`, for jobs submitted to a NamespaceCluster."""
     best, best_steady, best_cpu = float("inf"), float("inf"), None
-    for _ in range(repeat):
+    for i in range(repeat):
         with tempfile.TemporaryDirectory() as d:
             cpu_before = cluster.cpu_seconds()
             start = time.perf_counter()
-            cluster.execute(build(d))
+            with step(f"run {i + 1} of {repeat} on the namespace cluster"):
+                cluster.execute(build(d))
             best = min(best, time.perf_counter() - start)
             cpu_after = cluster.cpu_seconds()
             got = counted(d)

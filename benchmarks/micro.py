@@ -22,6 +22,8 @@ from strom.connectors.base import Boundedness, Source, SourceReader, SourceReade
 from strom.datastream import StreamExecutionEnvironment
 from strom.datastream.functions import SinkFunction
 
+from benchmarks.progress import step
+
 WINDOW_MS = 1000
 
 
@@ -201,7 +203,8 @@ def main(argv: list[str] | None = None) -> None:
             continue
         best_loop = min(timed(loop, n)[0] for _ in range(args.repeat))
         expected = loop(n)
-        runs = [timed(strom, n, args.parallelism) for _ in range(args.repeat)]
+        with step(f"{label}: strom, best of {args.repeat}"):
+            runs = [timed(strom, n, args.parallelism) for _ in range(args.repeat)]
         best_strom = min(t for t, _ in runs)
         if any(c != expected for _, c in runs):
             raise SystemExit(f"{label}: strom produced {[c for _, c in runs]} records, expected {expected}")

@@ -23,6 +23,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from benchmarks.progress import step
 from tests.engine.cluster_testing import SessionCluster, wait_until
 from tests.engine.test_cluster import submit
 from tests.engine.test_network_memory_rss import peak_rss, slot_workers
@@ -122,12 +123,14 @@ def main(argv: list[str] | None = None) -> None:
     print("slot worker peak RSS (largest of the two slots), back-pressured job")
     for size, count, label in ((20 * 1024, args.records_20k, "20 KB"), (1 << 20, args.records_1m, "1 MB")):
         for name, conf in (("before (1,024-record buffers)", BEFORE), ("after (32 kb segments)", AFTER)):
-            mb, seconds = peak_slot_rss_mb(size, count, conf)
+            with step(f"{label} records x {count}, {name}"):
+                mb, seconds = peak_slot_rss_mb(size, count, conf)
             print(f"  {label} records x {count}, {name:<30} {mb:8.1f} MB   ({seconds:.1f} s)")
 
     print(f"checkpoint duration under sustained back pressure ({args.bp_records} records of 1,000 bytes, 10 ms each)")
     for unaligned in (False, True):
-        durations = checkpoint_durations(args.bp_records, unaligned=unaligned)
+        with step(f"checkpoints under back pressure, {'unaligned' if unaligned else 'aligned'}"):
+            durations = checkpoint_durations(args.bp_records, unaligned=unaligned)
         name = "unaligned" if unaligned else "aligned"
         if durations:
             avg = sum(durations) / len(durations)

@@ -31,6 +31,7 @@ from strom.connectors.nexmark import NexmarkConfig, NexmarkSource  # noqa: E402
 from benchmarks.nexmark.queries import QUERIES  # noqa: E402
 from benchmarks.nexmark.reference import REFERENCES  # noqa: E402
 from benchmarks.nexmark.runner import RunFigures, run_timed  # noqa: E402
+from benchmarks.progress import step
 
 REFERENCE_EVENTS_MAX = 200_000  # the reference holds its input in memory; its rate is measured on a prefix
 FLINK_PER_CORE = {  # Nexmark's published Flink 1.13 figures (RocksDB, exactly-once checkpoints), events/s/core
@@ -67,10 +68,12 @@ def reference_rate(query: str, events: list[Any]) -> float | None:
 
 def measure(args: argparse.Namespace, query: str) -> dict[str, Any]:
     config = NexmarkConfig(events=args.events, rate=args.rate, event_rate=args.event_rate)
-    runs: list[RunFigures] = [run_timed(query, config, parallelism=args.parallelism)]
+    with step(f"{query}: {args.events:,} events"):
+        runs: list[RunFigures] = [run_timed(query, config, parallelism=args.parallelism)]
     if args.checkpoint_interval:
-        runs.append(run_timed(query, config, parallelism=args.parallelism,
-                              checkpoint_interval_ms=args.checkpoint_interval))
+        with step(f"{query}: {args.events:,} events, checkpoints every {args.checkpoint_interval} ms"):
+            runs.append(run_timed(query, config, parallelism=args.parallelism,
+                                  checkpoint_interval_ms=args.checkpoint_interval))
     rss = runs[-1].peak_rss_mb  # before the baselines allocate their event lists
     prefix, generator_rate = generate(NexmarkConfig(events=min(args.events, REFERENCE_EVENTS_MAX),
                                                     event_rate=args.event_rate))

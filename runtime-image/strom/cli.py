@@ -64,7 +64,7 @@ class RunRequest:
 
 # Options that take a value / flags, recognized by every command; each command uses the ones it knows.
 VALUE_OPTIONS = ("--taskmanagers", "--jobmanager", "--log-level", "--job", "--from-savepoint", "--runtime-mode",
-                 "--spark-master")
+                 "--spark-master", "--progress-interval")
 FLAG_OPTIONS = ("--detached", "--verbose", "--threads", "--allow-non-restored-state")
 
 # -- parsing (pure) ---------------------------------------------------------------------------
@@ -329,7 +329,10 @@ def run_command(request: RunRequest, configuration: Configuration) -> int:
     taskmanagers = request.options.get("--taskmanagers")
     if taskmanagers is not None and not taskmanagers.isdigit():
         raise UsageError(f"--taskmanagers expects a number, got {taskmanagers!r}")
+    interval = _progress_interval(request)
     cluster = MiniCluster(configuration, taskmanagers=int(taskmanagers) if taskmanagers else None)
+    if "--log-level" not in request.options:  # progress is INFO, the default level WARNING: show it still
+        logging.getLogger("strom.run").setLevel(logging.INFO)
 
     def stopping(signum: int) -> None:
         # before the TaskManagers go (a signal to the process group reaches them at the same time): their
@@ -340,11 +343,26 @@ def run_command(request: RunRequest, configuration: Configuration) -> int:
             cluster.jm.stopping = True
 
     with stop_on_signals(on_signal=stopping):
-        return _run_on(cluster, request, configuration)
+        return _run_on(cluster, request, configuration, interval)
 
 
-def _run_on(cluster: Any, request: RunRequest, configuration: Configuration) -> int:
-    executor = LazyClusterExecutor(cluster)
+def _progress_interval(request: RunRequest) -> float:
+    from strom.run_progress import DEFAULT_INTERVAL_S
+
+    text = request.options.get("--progress-interval")
+    if text is None:
+        return DEFAULT_INTERVAL_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise UsageError(f"--progress-interval expects seconds (a number >= 0; 0: no progress lines), got {text!r}")
+    return value
+
+
+def _run_on(cluster: Any, request: RunRequest, configuration: Configuration, progress_interval_s: float) -> int:
+    executor = LazyClusterExecutor(cluster, progress_interval_s)
     try:
         return run_job(request.path, request.job_args, configuration, executor=executor)
     finally:
@@ -364,8 +382,9 @@ class LazyClusterExecutor:
     """`strom run`'s executor: the mini-cluster starts when the program executes its first STREAMING job
     (a program that sets BATCH in code runs on Spark, and one that executes nothing starts nothing)."""
 
-    def __init__(self, cluster: Any) -> None:
+    def __init__(self, cluster: Any, progress_interval_s: float = 0.0) -> None:
         self.cluster = cluster
+        self.progress_interval_s = progress_interval_s
         self.started = False
         self._executor: Any = None
 
@@ -388,7 +407,16 @@ class LazyClusterExecutor:
         return self._executor
 
     def __call__(self, graph: Any) -> Any:
-        return self._started()(graph)
+        """Submit and wait for the outcome, with progress lines meanwhile; interrupted, cancel the job."""
+        from strom.run_progress import report_progress
+
+        handle = self._started().start_job(graph)
+        with report_progress(self.cluster.jm, handle.get_job_id(), graph.job_name, self.progress_interval_s):
+            try:
+                return handle.wait()
+            except KeyboardInterrupt:
+                handle.cancel()
+                raise
 
     def start_job(self, graph: Any) -> Any:
         return self._started().start_job(graph)

@@ -70,7 +70,10 @@ before or after the job file; arguments after `--` all go to the job.
                           the bounded job on Spark (local[*] unless --spark-master), with no
                           mini-cluster; -D spark.* keys pass through to Spark
   --spark-master URL      Spark master for BATCH mode (spark.master), e.g. local[4], spark://h:7077
-  --log-level LEVEL       logging level (default WARNING)
+  --log-level LEVEL       logging level (default WARNING; the progress lines are INFO and shown
+                          unless a level above INFO is given)
+  --progress-interval S   every S seconds (default 10; 0: never) one line on stderr with the
+                          job's records in/out so far and their rates (the JobManager's metrics)
   --verbose               print the traceback of an error
   -h, --help              show this help
 

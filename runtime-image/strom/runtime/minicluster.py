@@ -161,9 +161,10 @@ class MiniCluster:
             *(arg for option in TASKMANAGER_ADDRESS_KEYS for arg in ("-D", f"{option.key}={LOOPBACK}")),
             "-D",
             "metrics.reporter.prom.port=0",
-            # internal TLS as the JobManager has it (a -D of `strom run` reaches no TaskManager otherwise)
-            *(arg for key in sorted(tls_options.ALL_KEYS) if self.config.contains_key(key)
-              for arg in ("-D", f"{key}={self.config.get(key)}")),
+            # internal TLS as the JobManager has it (a -D of `strom run` reaches no TaskManager otherwise), and
+            # how often they report metrics (what `strom run`'s progress lines are read from)
+            *(arg for key in [*sorted(tls_options.ALL_KEYS), opts.METRICS_UPDATE_INTERVAL.key]
+              if self.config.contains_key(key) for arg in ("-D", f"{key}={self.config.get(key)}")),
             "--log-level",
             self.log_level,
         ]
