@@ -10,9 +10,13 @@ session cluster (one to two minutes), so it is behind STROM_NEWCOMER=1:
 
     STROM_NEWCOMER=1 python -m pytest tests/test_newcomer.py
 
-It runs in the current environment (the skipped install block is what made it); the run fails on a
-non-zero exit or on 'Traceback' anywhere in the output. Processes the blocks leave behind (their
-process group) are killed at the end.
+It runs as a newcomer's clone would: the committed tree (`git archive HEAD`, so uncommitted edits are
+not in it) in a fresh directory, with a fresh venv (`python -m venv`, no system site packages) in which
+the README's install block runs (`pip install -e .`) and then the Spark section's extra
+(`pip install -e '.[spark]'`, for the BATCH block). That works on this machine without the internet:
+pip's configuration points at a local index and wheel directory (about 20 s). STROM_NEWCOMER_VENV=0
+runs the blocks in the current environment instead. The run fails on a non-zero exit or on 'Traceback'
+anywhere in the output. Processes the blocks leave behind (their process group) are killed at the end.
 """
 
 from __future__ import annotations
@@ -76,13 +80,36 @@ def test_no_block_pipes_one_strom_command_into_another():
             assert not re.search(r"\bstrom \w+[^|#]*\|\s*strom\b", line), f"README.md:{b.line}: {line}"
 
 
+def fresh_clone_and_venv(clone: Path, venv: Path) -> tuple[Path, Path]:
+    """The committed tree in `clone` and a new venv with it installed as the README says; the venv's bin."""
+    clone.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "HEAD"], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(clone)], input=archive, check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+    install = next(b for b in bash_blocks(README.read_text()) if b.code.strip().startswith("pip install -e ."))
+    for command in (install.code.strip().split()[2:], ["-e", ".[spark]"]):  # README's block, then Spark's extra
+        r = subprocess.run(pip + command, cwd=clone, capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, f"pip install {' '.join(command)} in a fresh venv failed:\n{r.stderr[-4000:]}"
+    return clone, venv / "bin"
+
+
 @pytest.mark.skipif(os.environ.get("STROM_NEWCOMER") != "1", reason="starts Spark and a cluster: STROM_NEWCOMER=1")
 def test_the_readme_commands_run_without_a_traceback(tmp_path):
     blocks = [b for b in bash_blocks(README.read_text()) if b.mark == "run"]
     script = "set -e\n" + "\n".join(f"echo '### README.md:{b.line}'\n{b.code}" for b in blocks) + "\n"
     (tmp_path / "readme.sh").write_text(script)
-    (tmp_path / "examples").symlink_to(ROOT / "examples")
-    env = dict(os.environ, PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
+    if os.environ.get("STROM_NEWCOMER_VENV", "1") == "1":
+        clone, bin_dir = fresh_clone_and_venv(tmp_path / "clone", tmp_path / "venv")
+        (tmp_path / "examples").symlink_to(clone / "examples")
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        env.update(PATH=os.pathsep.join([str(bin_dir), env.get("PATH", "")]), VIRTUAL_ENV=str(bin_dir.parent))
+        found = subprocess.run(["bash", "-c", "command -v strom; strom --version"], env=env, capture_output=True,
+                               text=True, cwd=tmp_path).stdout.splitlines()
+        assert found[:1] == [str(bin_dir / "strom")] and found[1].startswith("strom "), found  # the venv's
+    else:
+        (tmp_path / "examples").symlink_to(ROOT / "examples")
+        env = dict(os.environ, PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
     proc = subprocess.Popen(["bash", "readme.sh"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
