@@ -248,3 +248,30 @@ def test_strom_run_hands_internal_tls_to_its_taskmanagers_and_slots(material: Ma
                           capture_output=True, text=True, env=env, timeout=180)
     assert done.returncode == 0, done.stderr
     assert final_sums(out) == reference(3000)
+
+
+def test_the_mini_cluster_hands_tls_keys_to_its_taskmanagers_in_a_private_file_not_on_the_command_line(
+        material: Material, tmp_path: Path):
+    """A -D argument shows in `ps` to every user of the machine: the keys (passwords among them) travel in a
+    configuration file only this user can read, removed when the cluster closes."""
+    import stat
+
+    import yaml
+    from strom.common.configuration import Configuration
+    from strom.runtime.minicluster import MiniCluster
+
+    keys = pem_tls_keys("internal", material.crt, material.key, material.ca_file)
+    conf = Configuration()
+    for key, value in keys.items():
+        conf.set(key, value)
+    cluster = MiniCluster(conf)
+    args = cluster._tls_config_args()
+    assert args[0] == "--config" and len(args) == 2
+    path = Path(args[1])
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    written = yaml.safe_load(path.read_text())
+    assert {k: str(v).lower() for k, v in written.items()} == {k: str(v).lower() for k, v in keys.items()}
+    assert cluster._tls_config_args() == args  # one file for every TaskManager
+    cluster.close()
+    assert not path.parent.exists()

@@ -10,11 +10,15 @@ Its processes share a random cluster secret of their own (never the cookie file)
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from typing import Any
+
+import yaml
 
 from strom.common import config_options as opts
 from strom.common import tls_options
@@ -139,6 +143,8 @@ class MiniCluster:
         self.jm: Any = None
         self.processes: list[subprocess.Popen[bytes]] = []
         self.started_slots = 0
+        self._tls_config_dir: str | None = None
+        self._tls_config_file: str | None = None
 
     def start(self) -> MiniCluster:
         self.jm = self._jmt.start()
@@ -161,10 +167,10 @@ class MiniCluster:
             *(arg for option in TASKMANAGER_ADDRESS_KEYS for arg in ("-D", f"{option.key}={LOOPBACK}")),
             "-D",
             "metrics.reporter.prom.port=0",
-            # internal TLS as the JobManager has it (a -D of `strom run` reaches no TaskManager otherwise), and
             # how often they report metrics (what `strom run`'s progress lines are read from)
-            *(arg for key in [*sorted(tls_options.ALL_KEYS), opts.METRICS_UPDATE_INTERVAL.key]
+            *(arg for key in [opts.METRICS_UPDATE_INTERVAL.key]
               if self.config.contains_key(key) for arg in ("-D", f"{key}={self.config.get(key)}")),
+            *self._tls_config_args(),
             "--log-level",
             self.log_level,
         ]
@@ -177,6 +183,20 @@ class MiniCluster:
         self.processes.append(proc)
         self.started_slots += slots
         return proc
+
+    def _tls_config_args(self) -> list[str]:
+        """Internal TLS as the JobManager has it (a -D of `strom run` reaches no TaskManager otherwise), in a
+        configuration file only this user can read: as -D arguments its passwords would show in `ps`."""
+        keys = {key: self.config.get(key) for key in sorted(tls_options.ALL_KEYS) if self.config.contains_key(key)}
+        if not keys:
+            return []
+        if self._tls_config_file is None:
+            self._tls_config_dir = tempfile.mkdtemp(prefix="strom-tls-")  # mode 0700
+            self._tls_config_file = os.path.join(self._tls_config_dir, "config.yaml")
+            fd = os.open(self._tls_config_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                yaml.safe_dump(keys, f)
+        return ["--config", self._tls_config_file]
 
     def ensure_slots(self, graph: StreamGraph) -> None:
         """Start TaskManagers until the job's slots exist (Flink's local cluster sizes itself too)."""
@@ -231,6 +251,8 @@ class MiniCluster:
             except subprocess.TimeoutExpired:
                 p.kill()
         self._jmt.stop()
+        if self._tls_config_dir is not None:
+            shutil.rmtree(self._tls_config_dir, ignore_errors=True)
 
     def __enter__(self) -> MiniCluster:
         return self.start()
