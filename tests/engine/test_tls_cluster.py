@@ -264,14 +264,13 @@ def test_the_mini_cluster_hands_tls_keys_to_its_taskmanagers_in_a_private_file_n
     conf = Configuration()
     for key, value in keys.items():
         conf.set(key, value)
-    cluster = MiniCluster(conf)
-    args = cluster._tls_config_args()
-    assert args[0] == "--config" and len(args) == 2
-    path = Path(args[1])
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    written = yaml.safe_load(path.read_text())
-    assert {k: str(v).lower() for k, v in written.items()} == {k: str(v).lower() for k, v in keys.items()}
-    assert cluster._tls_config_args() == args  # one file for every TaskManager
-    cluster.close()
+    with MiniCluster(conf) as cluster:
+        args = cluster._tls_config_args()
+        assert args[0] == "--config" and len(args) == 2
+        path = Path(args[1])
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+        written = yaml.safe_load(path.read_text())
+        assert {k: str(v).lower() for k, v in written.items()} == {k: str(v).lower() for k, v in keys.items()}
+        assert cluster._tls_config_args() == args  # one file for every TaskManager
     assert not path.parent.exists()
