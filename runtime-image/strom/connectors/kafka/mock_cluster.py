@@ -10,8 +10,9 @@ everything is in memory, a partition keeps a bounded log (older segments are dro
 records of 100 bytes each), there is no replication, ListOffsets by timestamp answers -1, and
 read_committed consumers are not shielded from aborted or open transactions (measured with librdkafka
 2.16). The Admin API is not served (no CreateTopics, no CreatePartitions): topics are created by
-this process, from `--topic` or from the stdin command `create NAME PARTITIONS` (answered with `ok` or `error ...`), or automatically (4 partitions) when a
-producer asks for an unknown topic. The mock is in the librdkafka that the confluent-kafka wheel
+this process, from `--topic` or from the stdin command `create NAME PARTITIONS` (answered with `ok`
+or `error ...`), or automatically (4 partitions) when a producer asks for an unknown topic. The mock is
+in the librdkafka that the confluent-kafka wheel
 bundles, reached through ctypes; this module imports nothing of `strom`.
 """
 
