@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from strom.table.errors import NotSupportedYet
 from strom.table.expressions import Expression
-from strom.table.planner import builder
+from strom.table.planner import builder, column_ops
 from strom.table.planner.plan import PlanNode
 from strom.table.schema import TableSchema
 
@@ -54,6 +54,23 @@ class Table:
 
     def alias(self, field: str, *fields: str) -> Table:
         return Table(self._t_env, builder.rename(self._node, [field, *fields]))
+
+    # -- column operations (Flink's ColumnOperationUtils semantics, see column_ops.py) -----------
+    def add_columns(self, *fields: Expression) -> Table:
+        return self._project(column_ops.add_columns(self._node.names(), _exprs(fields, "add_columns"), False))
+
+    def add_or_replace_columns(self, *fields: Expression) -> Table:
+        return self._project(column_ops.add_columns(self._node.names(), _exprs(fields, "add_or_replace_columns"), True))
+
+    def rename_columns(self, *fields: Expression) -> Table:
+        return self._project(column_ops.rename_columns(self._node.names(), _exprs(fields, "rename_columns")))
+
+    def drop_columns(self, *fields: Expression) -> Table:
+        return self._project(column_ops.drop_columns(self._node.names(), _exprs(fields, "drop_columns")))
+
+    def _project(self, exprs: list[Expression]) -> Table:
+        node = builder.select(self._node, exprs, unnamed="_c", final_only=self._t_env._final_only)
+        return Table(self._t_env, node)
 
     # -- schema and execution ------------------------------------------------------------------
     def get_schema(self) -> TableSchema:
@@ -125,10 +142,6 @@ for _name, _feature in {
     "fetch": "FETCH",
     "limit": "LIMIT",
     "offset": "OFFSET",
-    "add_columns": "add_columns",
-    "add_or_replace_columns": "add_or_replace_columns",
-    "rename_columns": "rename_columns",
-    "drop_columns": "drop_columns",
     "map": "user-defined scalar functions",
     "flat_map": "user-defined table functions",
     "aggregate": "user-defined aggregate functions",
