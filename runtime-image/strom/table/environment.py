@@ -22,6 +22,7 @@ from strom.table import connectors
 from strom.table.errors import NotSupportedYet, ValidationException
 from strom.table.expressions import Expression
 from strom.table.planner import builder
+from strom.table.planner.inline_values import values_node
 from strom.table.planner.plan import PlanNode, SourceNode
 from strom.table.planner.translate import blackhole_sink, print_sink, translate
 from strom.table.schema import Schema
@@ -233,7 +234,10 @@ class TableEnvironment:
     def _plan_query(self, tree: Any) -> PlanNode:
         return self._plan_parts(sqlp.select_parts(tree))
 
-    def _plan_parts(self, parts: sqlp.SelectParts | sqlp.UnionParts) -> PlanNode:
+    def _plan_parts(self, parts: sqlp.SelectParts | sqlp.UnionParts | sqlp.ValuesParts) -> PlanNode:
+        if isinstance(parts, sqlp.ValuesParts):
+            self._elements_count += 1
+            return values_node(parts.rows, parts.names, f"Values_{self._elements_count}")
         if isinstance(parts, sqlp.UnionParts):
             node = builder.union_all([self._plan_parts(p) for p in parts.inputs])
             return node if parts.all else builder.distinct(node, self._final_only)

@@ -250,7 +250,7 @@ def data_type(node: exp.DataType, where: str) -> DataType:
 class SelectParts:
     """One SELECT block, translated: the planner (environment) builds the plan from these."""
 
-    source: Any  # a table name (str) or a nested SelectParts
+    source: Any  # a table name (str), a nested SelectParts/UnionParts or ValuesParts
     source_alias: str | None
     select: list[Expression]
     where: Expression | None
@@ -258,6 +258,22 @@ class SelectParts:
     having: Expression | None
     qualifiers: set[str] = field(default_factory=set)
     distinct: bool = False
+
+
+@dataclass
+class ValuesParts:
+    """`VALUES (..), (..)` with the column names of `AS t(a, b)` (None: Calcite's EXPR$i)."""
+
+    rows: list[list[Expression]]
+    names: list[str] | None
+
+
+def _values_parts(node: exp.Values) -> ValuesParts:
+    tr = _Translator(set())
+    rows = [[tr.expr(v) for v in (t.expressions if isinstance(t, exp.Tuple) else [t])] for t in node.expressions]
+    alias = node.args.get("alias")
+    names = [c.name for c in alias.columns] if alias is not None and alias.columns else None
+    return ValuesParts(rows, names)
 
 
 @dataclass
@@ -281,9 +297,11 @@ _CLAUSES = [
 ]
 
 
-def select_parts(tree: exp.Expression) -> SelectParts | UnionParts:
+def select_parts(tree: exp.Expression) -> SelectParts | UnionParts | ValuesParts:
     if isinstance(tree, exp.Subquery):
         return select_parts(tree.this)
+    if isinstance(tree, exp.Values):
+        return _values_parts(tree)
     if isinstance(tree, exp.Union):
         for key, feature in (("order", "ORDER BY"), ("limit", "LIMIT"), ("offset", "OFFSET")):
             if tree.args.get(key):
@@ -314,7 +332,7 @@ def select_parts(tree: exp.Expression) -> SelectParts | UnionParts:
     elif isinstance(src, exp.Subquery):
         source = select_parts(src.this)
     elif isinstance(src, exp.Values):
-        raise NotSupportedYet("VALUES")
+        source = _values_parts(src)
     else:
         raise NotSupportedYet(f"FROM {src.sql(DIALECT)}")
     alias = src.alias or None
