@@ -28,6 +28,7 @@ import pytest
 HOST = "127.0.0.1"
 REGION = "us-east-1"
 START_DEADLINE_S = 30.0
+START_ATTEMPTS = 3
 
 # weed mini listens on all of these; each gets its own free port so that parallel runs never clash
 _PORT_FLAGS = (
@@ -119,6 +120,24 @@ def start_s3_server(work_dir: Path, bucket: str = "strom-test", *,
     identity = {"name": "strom", "credentials": [{"accessKey": access_key, "secretKey": secret_key}],
                 "actions": ["Admin", "Read", "Write", "List", "Tagging"]}
     config_file.write_text(json.dumps({"identities": [identity]}))
+    last_failure: RuntimeError | None = None
+    for attempt in range(START_ATTEMPTS):
+        try:
+            return _start_once(binary, work_dir / f"attempt-{attempt}", bucket, host, config_file,
+                               access_key, secret_key)
+        except _PortTaken as exc:
+            # free ports are chosen, released, then bound by weed: another process may take one in between
+            last_failure = exc
+    raise RuntimeError(f"weed mini could not bind free ports on {host} in {START_ATTEMPTS} attempts: {last_failure}")
+
+
+class _PortTaken(RuntimeError):
+    """weed mini exited because a port chosen free was taken before it bound it."""
+
+
+def _start_once(binary: str, work_dir: Path, bucket: str, host: str, config_file: Path, access_key: str,
+                secret_key: str) -> tuple[subprocess.Popen[bytes], S3Server]:
+    work_dir.mkdir()
     data_dir = work_dir / "data"
     data_dir.mkdir()
     ports = dict(zip(_PORT_FLAGS, free_ports(len(_PORT_FLAGS), host), strict=True))
@@ -145,7 +164,9 @@ def _wait_until_serving(proc: subprocess.Popen[bytes], server: S3Server, host: s
     last_error: Exception | None = None
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"weed mini exited with {proc.returncode}:\n{log_path.read_text()[-3000:]}")
+            log_tail = log_path.read_text()[-3000:]
+            error = _PortTaken if "Port allocation failed" in log_tail else RuntimeError
+            raise error(f"weed mini exited with {proc.returncode}:\n{log_tail}")
         if _port_open(host, port):
             try:  # the S3 port opens before the filer behind it serves: creating the bucket is the real check
                 client.create_bucket(Bucket=server.bucket)
