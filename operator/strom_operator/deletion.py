@@ -13,7 +13,8 @@ from dataclasses import replace
 from datetime import datetime
 
 from strom_operator.observed import ObservedJob
-from strom_operator.savepoint_history import clear_pending, format_age, record_completed, with_pending
+from strom_operator.savepoint_history import clear_pending, record_completed, with_pending
+from strom_operator.savepoint_outcome import SavepointProgress, savepoint_outcome
 from strom_operator.spec import FlinkJobSpec
 from strom_operator.status import FlinkJobStatus
 from strom_operator.steps import SOON, FinishDeletion, Step, StopWithSavepoint, Wait, WriteStatus
@@ -34,22 +35,15 @@ def next_deletion_step(spec: FlinkJobSpec, status: FlinkJobStatus, observed: Obs
         if last is not None and last.kind == "deletion":
             return FinishDeletion(f"deleted after savepoint {last.path}", status)
         return FinishDeletion("deleted", status)
-    result = observed.savepoint_result(pending.trigger_id)
-    if result is not None and result.status == "COMPLETED" and result.location:
-        return WriteStatus(record_completed(status, result.location, now))
-    waited = (now - pending.triggered_at).total_seconds()
-    failure = None
-    if result is not None and result.status == "FAILED":
-        failure = result.failure_cause or "no cause given"
-    elif waited > s.options.savepoint_timeout_s:
-        failure = f"not completed within {format_age(s.options.savepoint_timeout_s)}"
-    elif result is None and observed.job_state is not None and not observed.running:
-        failure = f"the job is {observed.job_state}"
-    if failure is not None:
-        last = status.savepoints.last
-        kept = f"; the latest savepoint is {last.path}" if last else ""
-        return FinishDeletion(f"deleted without a final savepoint ({failure}){kept}", clear_pending(status))
-    if result is not None or observed.job_state is None:
-        return Wait(f"waiting for the savepoint before deletion {pending.trigger_id}", status, SOON)
+    outcome = savepoint_outcome(pending, observed, now=now, timeout_s=s.options.savepoint_timeout_s)
+    match outcome.progress:
+        case SavepointProgress.COMPLETED:
+            return WriteStatus(record_completed(status, outcome.location or "", now))
+        case SavepointProgress.FAILED:
+            last = status.savepoints.last
+            kept = f"; the latest savepoint is {last.path}" if last else ""
+            return FinishDeletion(f"deleted without a final savepoint ({outcome.cause}){kept}", clear_pending(status))
+        case SavepointProgress.IN_PROGRESS | SavepointProgress.NO_ANSWER:
+            return Wait(f"waiting for the savepoint before deletion {pending.trigger_id}", status, SOON)
     job_id = observed.job_id or status.job_status.job_id or ""
     return StopWithSavepoint(job_id, spec.savepoints.dir or "", pending.trigger_id, status)

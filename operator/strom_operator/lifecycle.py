@@ -33,6 +33,7 @@ from strom_operator.savepoint_history import (
     record_completed,
     with_pending,
 )
+from strom_operator.savepoint_outcome import SavepointProgress, savepoint_outcome
 from strom_operator.spec import FlinkJobSpec, deployment_relevant, needs_upgrade
 from strom_operator.status import FlinkJobStatus, JobStatus, Reconciliation, RestoredFrom
 from strom_operator.steps import (
@@ -262,21 +263,15 @@ def _pending_savepoint(s: Situation) -> Step:
     status, observed, now = s.status, s.observed, s.now
     pending = status.savepoints.pending
     assert pending is not None
-    result = observed.savepoint_result(pending.trigger_id)
-    if result is not None and result.status == "COMPLETED" and result.location:
-        return WriteStatus(record_completed(status, result.location, now))
-    waited = (now - pending.triggered_at).total_seconds()
-    failure = None
-    if result is not None and result.status == "FAILED":
-        failure = result.failure_cause or "no cause given"
-    elif waited > s.options.savepoint_timeout_s:
-        failure = f"not completed within {format_age(s.options.savepoint_timeout_s)}"
-    elif result is None and observed.job_state is not None and not observed.running:
-        failure = f"the job is {observed.job_state}"
-    if failure is not None:
-        return WriteStatus(replace(clear_pending(status), error=f"{pending.kind} savepoint failed: {failure}"))
-    if result is not None or observed.job_state is None:
-        return Wait(f"waiting for the {pending.kind} savepoint {pending.trigger_id}", status, SOON)
+    outcome = savepoint_outcome(pending, observed, now=now, timeout_s=s.options.savepoint_timeout_s)
+    match outcome.progress:
+        case SavepointProgress.COMPLETED:
+            return WriteStatus(record_completed(status, outcome.location or "", now))
+        case SavepointProgress.FAILED:
+            error = f"{pending.kind} savepoint failed: {outcome.cause}"
+            return WriteStatus(replace(clear_pending(status), error=error))
+        case SavepointProgress.IN_PROGRESS | SavepointProgress.NO_ANSWER:
+            return Wait(f"waiting for the {pending.kind} savepoint {pending.trigger_id}", status, SOON)
     job_id = observed.job_id or status.job_status.job_id or ""
     return TriggerSavepoint(job_id, s.spec.savepoints.dir or "", pending.trigger_id, status)
 

@@ -22,6 +22,7 @@ from strom_operator.builders import scaling_of
 from strom_operator.observed import ObservedJob
 from strom_operator.operator_options import LAST_STATE_FALLBACK, OperatorOptions
 from strom_operator.savepoint_history import clear_pending, format_age, record_completed, with_pending
+from strom_operator.savepoint_outcome import FailureKind, SavepointProgress, savepoint_outcome
 from strom_operator.spec import FlinkJobSpec
 from strom_operator.status import FlinkJobStatus, JobStatus, Reconciliation, RestoredFrom, Scaling
 from strom_operator.steps import (
@@ -104,23 +105,28 @@ def _stop_with_savepoint(s: Situation) -> Step:
     target = target_spec(status)
     if pending is None:  # a status written by hand, or an older operator: decide again
         return WriteStatus(with_pending(status, s.name, "upgrade", s.now))
-    result = observed.savepoint_result(pending.trigger_id)
-    if result is not None and result.status == "COMPLETED" and result.location:
-        done = record_completed(status, result.location, s.now)
-        return WriteStatus(_rec(done, upgrade_step="DELETE_DEPLOYMENTS", restore_path=result.location))
-    if result is not None and result.status == "FAILED":
-        return savepoint_failed(s, f"savepoint failed: {result.failure_cause or 'no cause given'}")
-    waited = (s.now - pending.triggered_at).total_seconds()
-    if waited > s.options.savepoint_timeout_s:
-        return savepoint_failed(s, f"savepoint not completed within {format_age(s.options.savepoint_timeout_s)}")
-    if result is not None:  # IN_PROGRESS
-        return Wait(f"waiting for savepoint {pending.trigger_id} ({format_age(waited)} so far)", status, SOON)
-    if observed.job_state is None:
-        return Wait("waiting for the JobManager to answer before stopping the job with a savepoint", status, SOON)
-    if not observed.running:
-        return savepoint_failed(s, f"the job is {observed.job_state}, it cannot take a savepoint")
+    outcome = savepoint_outcome(pending, observed, now=s.now, timeout_s=s.options.savepoint_timeout_s)
+    match outcome.progress:
+        case SavepointProgress.COMPLETED:
+            done = record_completed(status, outcome.location or "", s.now)
+            return WriteStatus(_rec(done, upgrade_step="DELETE_DEPLOYMENTS", restore_path=outcome.location))
+        case SavepointProgress.FAILED:
+            return savepoint_failed(s, _UPGRADE_FAILURE[outcome.failure].format(cause=outcome.cause))
+        case SavepointProgress.IN_PROGRESS:
+            return Wait(f"waiting for savepoint {pending.trigger_id} ({format_age(outcome.waited_s)} so far)",
+                        status, SOON)
+        case SavepointProgress.NO_ANSWER:
+            return Wait("waiting for the JobManager to answer before stopping the job with a savepoint", status, SOON)
     job_id = observed.job_id or status.job_status.job_id or ""
     return StopWithSavepoint(job_id, target.savepoints.dir or "", pending.trigger_id, status)
+
+
+# How an upgrade words each failure (the status' error and the SavepointFailed condition).
+_UPGRADE_FAILURE = {
+    FailureKind.REPORTED: "savepoint failed: {cause}",
+    FailureKind.TIMED_OUT: "savepoint {cause}",
+    FailureKind.JOB_NOT_RUNNING: "{cause}, it cannot take a savepoint",
+}
 
 
 def savepoint_failed(s: Situation, cause: str) -> Step:
