@@ -566,6 +566,10 @@ def _quiet_library_tracebacks(signum: int) -> None:
 
 
 def _dispatch(args: list[str]) -> int:
+    if args[0] == "spark-executor":  # the executor pods Spark-on-Kubernetes starts for a batch FlinkJob
+        from strom.batch.executor_launcher import main as spark_executor
+
+        return spark_executor(args[1:])
     if args[0] in CLIENT_COMMANDS:
         from strom.client import commands
 

@@ -33,6 +33,8 @@ Run a cluster's processes:
   jobmanager   Start a JobManager (session mode), or with --job PATH run that job in it
                (application mode) and exit with its outcome.
   taskmanager  Start a TaskManager that registers with a JobManager (--jobmanager HOST:PORT).
+  spark-executor
+               Start a Spark executor in a batch FlinkJob's executor pod (Spark runs it).
 
 Talk to a running JobManager (REST, --jobmanager HOST:PORT, default localhost:8081):
   submit       Submit a job file; prints the job id.

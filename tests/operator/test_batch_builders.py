@@ -1,4 +1,4 @@
-"""Builders of a batch FlinkJob's objects, its Spark configuration, validation and the executor launcher.
+"""Builders of a batch FlinkJob's objects, its Spark configuration and validation.
 
 Expected values are written out by hand from Spark's "Running on Kubernetes" client-mode rules
 (driver host/port, driver pod name for executor ownerReferences) and Spark's memory overhead rule.
@@ -7,12 +7,9 @@ Expected values are written out by hand from Spark's "Running on Kubernetes" cli
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 import yaml
-from strom_operator.batch import executor_launcher
 from strom_operator.batch.batch_validation import validate_batch_spec
 from strom_operator.batch.driver import build_driver_pod, build_driver_service, driver_objects
 from strom_operator.batch.spark_conf import driver_pod_memory_mib, engine_configuration, memory_mib
@@ -137,19 +134,20 @@ def test_driver_memory_overhead_is_ten_percent_at_least_384_mib_or_as_configured
                                              "sparkConf": {"spark.driver.memoryOverhead": "1g"}})) == 8192 + 1024
 
 
-def test_configmap_carries_config_executor_template_and_launcher():
+def test_configmap_carries_config_and_an_executor_template_that_runs_the_images_command():
     cm = driver_objects(REF, spec(s3={"credentialsSecret": "s3-creds"}), submission=1)[3]
     data = cm["data"]
     assert yaml.safe_load(data["config.yaml"])["spark.driver.host"] == "count-driver.jobs.svc"
     template = yaml.safe_load(data["executor-pod-template.yaml"])
     container = template["spec"]["containers"][0]
     assert container["name"] == "executor"
-    assert container["command"] == ["python3", "/opt/strom/conf/executor_launcher.py"]
+    # the runtime image's `strom spark-executor` (tests/cli/test_spark_executor_command.py); no code in the ConfigMap
+    assert container["command"] == ["strom", "spark-executor"]
     assert template["spec"]["volumes"] == [{"name": "strom-spark-config", "configMap": {"name": "count-spark"}},
                                            {"name": "strom-tmp", "emptyDir": {}}]  # Spark's scratch space
     assert any(e["name"] == "AWS_ACCESS_KEY_ID" and e["valueFrom"]["secretKeyRef"]["name"] == "s3-creds"
                for e in container["env"])
-    assert "KubernetesExecutorBackend" in data["executor_launcher.py"]
+    assert sorted(data) == ["config.yaml", "executor-pod-template.yaml"]
 
 
 @pytest.mark.parametrize("overrides, path", [
@@ -181,45 +179,6 @@ def test_a_full_batch_spec_is_valid():
                                            "sparkConf": {"spark.sql.shuffle.partitions": "16"},
                                            "dynamicAllocation": {"enabled": True, "maxExecutors": 8}},
                                     restartPolicy={"type": "OnFailure", "onFailureRetries": 2})) is None
-
-
-EXECUTOR_ENV = {"SPARK_DRIVER_URL": "spark://CoarseGrainedScheduler@count-driver.jobs.svc:7078",
-                "SPARK_EXECUTOR_ID": "3", "SPARK_EXECUTOR_CORES": "2", "SPARK_APPLICATION_ID": "spark-app-1",
-                "SPARK_EXECUTOR_POD_IP": "10.0.0.7", "SPARK_EXECUTOR_POD_NAME": "count-driver-1-exec-3",
-                "SPARK_EXECUTOR_MEMORY": "2g", "SPARK_HOME": "/spark", "JAVA_HOME": "/jdk",
-                "SPARK_JAVA_OPT_10": "-Dlast", "SPARK_JAVA_OPT_2": "-Dsecond", "SPARK_JAVA_OPT_0": "-Dfirst"}
-
-
-def test_executor_launcher_builds_spark_executor_backend_command_from_the_pods_environment():
-    assert executor_launcher.executor_command(EXECUTOR_ENV) == [
-        "/jdk/bin/java", "-Dfirst", "-Dsecond", "-Dlast", "-Xms2g", "-Xmx2g",
-        "-cp", os.pathsep.join(["/spark/conf", "/spark/jars/*"]),
-        "org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend",
-        "--driver-url", "spark://CoarseGrainedScheduler@count-driver.jobs.svc:7078", "--executor-id", "3",
-        "--cores", "2", "--app-id", "spark-app-1", "--hostname", "10.0.0.7", "--resourceProfileId", "0",
-        "--podName", "count-driver-1-exec-3"]
-
-
-def test_executor_launcher_names_missing_settings():
-    env = {k: v for k, v in EXECUTOR_ENV.items() if k != "SPARK_DRIVER_URL"}
-    with pytest.raises(executor_launcher.LaunchError, match="SPARK_DRIVER_URL"):
-        executor_launcher.executor_command(env)
-
-
-def test_executor_launcher_finds_pyspark_when_spark_home_is_unset():
-    pyspark = pytest.importorskip("pyspark")
-    env = {k: v for k, v in EXECUTOR_ENV.items() if k != "SPARK_HOME"}
-    cp = executor_launcher.executor_command(env)[executor_launcher.executor_command(env).index("-cp") + 1]
-    jars = os.path.join(os.path.dirname(os.path.abspath(pyspark.__file__)), "jars")
-    assert os.path.join(jars, "*") in cp.split(os.pathsep)
-    assert any(name.startswith("spark-kubernetes") for name in os.listdir(jars))  # the backend's jar is there
-
-
-def test_executor_launcher_as_a_script_refuses_a_start_without_spark_settings():
-    env = {"PATH": os.environ.get("PATH", "")}
-    proc = subprocess.run([sys.executable, executor_launcher.__file__, "executor"], env=env, capture_output=True,
-                          text=True, timeout=60)
-    assert proc.returncode == 1 and "missing environment: SPARK_DRIVER_URL" in proc.stderr
 
 
 def test_example_batch_manifest_validates_against_the_crd_and_the_batch_rules():

@@ -8,7 +8,7 @@ ServiceAccount allowed to manage executor pods. The status follows the driver po
 
 Modules: spark_spec (the typed `spec.spark` and `spec.restartPolicy`, and their schema),
 batch_validation, names (names and labels), spark_conf (Spark's configuration), driver (pure
-builders), executor_launcher (the executor container's entry point), observed_driver (what was
+builders; executor pods run the runtime image's `strom spark-executor`), observed_driver (what was
 seen of the pods), batch_status (status.batch), batch_lifecycle (the pure state machine),
 batch_reconciler (performs its steps through kube_api).
 """

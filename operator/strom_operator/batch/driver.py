@@ -2,7 +2,7 @@
 
 In the order they are applied (`driver_objects`): the ServiceAccount, Role and RoleBinding the
 driver needs to manage executor pods (only when spec.serviceAccount is unset), the ConfigMap
-(config.yaml, the executor pod template and the executor launcher), the headless Service that
+(config.yaml and the executor pod template; executors run the image's `strom spark-executor`), the headless Service that
 makes the driver reachable as spark.driver.host, and the driver pod itself: restartPolicy Never
 (a retry is a new pod, decided by batch_lifecycle.py), owned by the FlinkJob. The driver's
 container runs `strom run --runtime-mode batch --spark-master k8s://...` with the pod's own name
@@ -15,7 +15,6 @@ on Kubernetes adds its own emptyDirs for the executors' local dirs).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -41,7 +40,6 @@ from strom_operator.batch.spark_conf import (
     EXECUTOR_CONTAINER,
     EXECUTOR_TEMPLATE_FILE,
     KUBERNETES_MASTER,
-    LAUNCHER_FILE,
     UI_PORT,
     driver_pod_configuration,
     driver_pod_memory_mib,
@@ -68,7 +66,9 @@ DRIVER_RULES = (
     {"apiGroups": [""], "resources": ["pods", "configmaps", "persistentvolumeclaims"],
      "verbs": ["get", "list", "watch", "create", "patch", "delete", "deletecollection"]},
 )
-LAUNCHER_SOURCE = Path(__file__).with_name("executor_launcher.py")
+# The runtime image's command that starts a Spark executor (strom/batch/executor_launcher.py in the
+# engine); Spark appends the argument `executor`.
+EXECUTOR_COMMAND = ("strom", "spark-executor")
 
 
 def driver_service_account(ref: FlinkJobRef, spec: FlinkJobSpec) -> str:
@@ -98,10 +98,10 @@ def _config_mount() -> dict[str, Any]:
 
 def build_executor_pod_template(ref: FlinkJobRef, spec: FlinkJobSpec) -> dict[str, Any]:
     """The pod template Spark starts executors from (spark.kubernetes.executor.podTemplateFile).
-    Spark sets image, resources, args and its own env on top; the command is the launcher."""
+    Spark sets image, resources, args and its own env on top; the command is `strom spark-executor`."""
     container = {
         "name": EXECUTOR_CONTAINER,
-        "command": ["python3", f"{CONF_DIR}/{LAUNCHER_FILE}"],
+        "command": list(EXECUTOR_COMMAND),
         "env": container_env(spec),  # S3 endpoint and credentials: executors read and write the data
         "volumeMounts": [_config_mount(), *writable_mounts(SPARK_WRITABLE_DIRS)],
         "securityContext": container_security_context(),
@@ -124,7 +124,6 @@ def build_spark_configmap(ref: FlinkJobRef, spec: FlinkJobSpec) -> dict[str, Any
         "data": {
             CONFIG_FILE: yaml.safe_dump(engine_configuration(ref, spec), sort_keys=True, default_flow_style=False),
             EXECUTOR_TEMPLATE_FILE: yaml.safe_dump(build_executor_pod_template(ref, spec), sort_keys=False),
-            LAUNCHER_FILE: LAUNCHER_SOURCE.read_text(encoding="utf-8"),
         },
     }
 

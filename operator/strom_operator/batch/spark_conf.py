@@ -23,7 +23,6 @@ BLOCK_MANAGER_PORT = 7079
 UI_PORT = 4040
 CONFIG_FILE = "config.yaml"  # in the ConfigMap, mounted at CONF_DIR in driver and executor pods
 EXECUTOR_TEMPLATE_FILE = "executor-pod-template.yaml"
-LAUNCHER_FILE = "executor_launcher.py"
 EXECUTOR_CONTAINER = "executor"
 MIN_OVERHEAD_MIB = 384  # Spark's minimum memory overhead of a driver or executor pod
 OVERHEAD_FACTOR = 0.1  # Spark's spark.driver.memoryOverheadFactor default

@@ -1,12 +1,12 @@
-"""The entry point of a Spark executor pod of a batch FlinkJob: start Spark's Kubernetes executor backend.
+"""`strom spark-executor`: the entry point of a Spark executor pod of a batch FlinkJob.
 
 Spark creates executor pods from the job's image with the argument `executor` and their settings
 in SPARK_* environment variables; Spark's own images answer that with an entrypoint script. The
-Strom runtime image's entry point is `strom`, so the executor pod template (driver.py) runs this
-file instead, shipped in the job's ConfigMap: it finds Spark (SPARK_HOME, else the installed
-pyspark package) and Java (JAVA_HOME, else `java` on PATH) and replaces itself with
-`java ... org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend`. Standard library
-only: it runs as a script in the executor container, never imported by the operator at run time.
+Strom runtime image's entry point is `strom`, so the executor pod template the operator builds
+(strom_operator/batch/driver.py) runs `strom spark-executor` (Spark appends `executor`): it finds
+Spark (SPARK_HOME, else the installed pyspark package) and Java (JAVA_HOME, else `java` on PATH)
+and replaces itself with `java ... org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend`.
+Standard library only, and pyspark is only located, not imported: the JVM does the work.
 """
 
 from __future__ import annotations
@@ -85,21 +85,29 @@ def executor_command(environ: Mapping[str, str]) -> list[str]:
     return command
 
 
-def main(argv: list[str]) -> int:
-    # Spark passes "executor" (its images' entrypoint mode); anything else is not for this script.
-    if argv[1:] not in ([], ["executor"]):
-        print(f"executor_launcher: unexpected arguments {argv[1:]!r}; Spark starts executors with 'executor'",
-              file=sys.stderr)
+USAGE = """\
+usage: strom spark-executor [executor]
+
+Starts a Spark executor (KubernetesExecutorBackend) from the SPARK_* environment that
+Spark-on-Kubernetes gives the executor pods of a batch FlinkJob; Spark runs it, not a user.
+"""
+
+
+def main(args: list[str]) -> int:
+    """`strom spark-executor [executor]`: exec the executor JVM; 1 if Spark's settings are missing, 2 on usage."""
+    if args in (["-h"], ["--help"]):
+        print(USAGE, end="")
+        return 0
+    # Spark passes "executor" (its images' entrypoint mode); anything else is not for this command.
+    if args not in ([], ["executor"]):
+        print(f"strom: error: spark-executor: unexpected arguments {args!r}; Spark starts executors with "
+              "'executor'", file=sys.stderr)
         return 2
     try:
         command = executor_command(os.environ)
     except LaunchError as e:
-        print(f"executor_launcher: {e}", file=sys.stderr)
+        print(f"strom: error: spark-executor: {e}", file=sys.stderr)
         return 1
     sys.stdout.flush()
     os.execv(command[0], command)
     return 0  # not reached: exec replaced the process
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
