@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from strom.common import config_options as opts
-from strom.runtime.checkpoint.coordinator import CheckpointCoordinator, TaskKey
+from strom.runtime.checkpoint.coordinator import CheckpointCoordinator, TaskGateway, TaskKey
 from strom.runtime.checkpoint.layout import checkpoint_dir
 from strom.runtime.checkpoint.memory_storage import JobManagerCheckpointStorage
 from strom.runtime.checkpoint.options import snapshot_staging_dir
@@ -114,7 +114,7 @@ class JobCheckpointing:
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"checkpoints {job_id[:8]}")
         self.coordinator.start()
 
-    def attach(self, keys: set[TaskKey], gateway: RpcTaskGateway) -> None:
+    def attach(self, keys: set[TaskKey], gateway: TaskGateway) -> None:
         self._worker.submit(self.coordinator.attach, keys, gateway)
 
     def detach(self, reason: str) -> None:

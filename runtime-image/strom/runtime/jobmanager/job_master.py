@@ -32,6 +32,7 @@ import cloudpickle
 from strom.common import config_options as opts
 from strom.graph.job_graph import JobGraph, create_job_graph
 from strom.graph.stream_graph import StreamGraph
+from strom.runtime.checkpoint.coordinator import TaskGateway
 from strom.runtime.checkpoint.errors import CheckpointStorageError
 from strom.runtime.checkpoint.savepoints import (
     STOP_DRAIN,
@@ -40,22 +41,21 @@ from strom.runtime.checkpoint.savepoints import (
     new_savepoint_target,
     savepoint_target_uri,
 )
-from strom.runtime.jobmanager.checkpointing import JobCheckpointing, RpcTaskGateway
+from strom.runtime.jobmanager.checkpointing import JobCheckpointing
 from strom.runtime.jobmanager.high_availability import CheckpointPointer
 from strom.runtime.jobmanager.resource_manager import SlotRef
 from strom.runtime.jobmanager.restart_strategies import restart_strategy_from
 from strom.runtime.jobmanager.retention import exceptions_to_keep
 from strom.runtime.jobmanager.savepoint_operations import SavepointOperations, SavepointRefused
+from strom.runtime.jobmanager.task_deployment import RpcTaskDeployer, TaskDeployer
 from strom.runtime.metrics.uptime import uptime_ms
 from strom.runtime.rpc import (
     AcknowledgeCheckpoint,
-    CancelJob,
     DeclineCheckpoint,
     DeploySlot,
     RestoreCheckpoint,
     SubtaskRef,
     TaskStateUpdate,
-    encode_message,
 )
 
 if TYPE_CHECKING:
@@ -104,8 +104,11 @@ class JobMaster:
     num_restarts: int = 0
     # high availability: the latest checkpoint a previous JobManager completed for this job
     recovered: CheckpointPointer | None = None
+    # who runs the scheduled tasks (task_deployment.py); None: the TaskManagers, over RPC
+    deployer: TaskDeployer | None = None
 
     def __post_init__(self) -> None:
+        self.tasks: TaskDeployer = self.deployer if self.deployer is not None else RpcTaskDeployer(self.jm)
         self.name = self.graph.job_name
         self.job_graph: JobGraph = create_job_graph(self.graph)
         self.payload = cloudpickle.dumps(self.graph)
@@ -332,11 +335,11 @@ class JobMaster:
         for k, refs in placement.items():
             ref = slots[k]
             msg = DeploySlot(self.job_id, self.attempt, ref.slot_index, self.payload, tuple(refs), locations, restore)
-            self.jm.send_to(ref.tm_id, msg)
+            self.tasks.deploy(ref.tm_id, msg)
         if self.checkpointing is not None:
             self.checkpointing.attach(set(self.subtasks), self._task_gateway())
 
-    def _task_gateway(self) -> RpcTaskGateway:
+    def _task_gateway(self) -> TaskGateway:
         sources = {v.id for v in self.job_graph.vertices if not v.inputs}
         subtasks, attempt = self.subtasks, self.attempt
 
@@ -346,11 +349,9 @@ class JobMaster:
                 return list(subtasks)
             return [k for k, st in list(subtasks.items()) if st.state != "RUNNING"]
 
-        return RpcTaskGateway(
+        return self.tasks.checkpoint_gateway(
             job_id=self.job_id,
             attempt=attempt,
-            loop=asyncio.get_running_loop(),
-            send_raw=self.jm.send_raw,
             source_tms={st.tm_id for (vid, _), st in subtasks.items() if vid in sources},
             all_tms={st.tm_id for st in subtasks.values()},
             not_running=not_running,
@@ -456,9 +457,7 @@ class JobMaster:
     def _cancel_attempt(self, *, await_tasks: bool = False) -> None:
         """Cancel the current attempt's tasks. `await_tasks`: their states come from their reports
         (a stop waits for them), instead of being taken as CANCELED now with the slots released."""
-        msg = encode_message(CancelJob(self.job_id, self.attempt))
-        for tm_id in {s.tm_id for s in self._slots}:
-            self.jm.send_raw(tm_id, msg)
+        self.tasks.cancel({s.tm_id for s in self._slots}, self.job_id, self.attempt)
         if await_tasks:
             return
         for st in self.subtasks.values():
