@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from strom.common.port_ranges import parse_port_range
 
@@ -136,11 +136,32 @@ def _parse_map(value: Any) -> dict[str, str]:
     return out
 
 
+T = TypeVar("T")
+
+
+class ConfigLookup(Protocol):
+    """Where option readers look a key up: a `Configuration` or a plain mapping of raw values."""
+
+    def get(self, key: str, /) -> Any: ...  # Any: a raw value, before an option parses it
+
+
+def read_option(config: ConfigLookup | None, opt: ConfigOption[T]) -> T:
+    """The parsed value of `opt` in a `Configuration`, a mapping or None (then the default).
+
+    Parsed here because a configuration built before `opt` was registered keeps values of the namespaces
+    the registry passes through (`s3.*`, `state.*`, ...) unparsed.
+    """
+    raw = config.get(opt.key) if config is not None else None
+    return opt.default if raw is None else opt.parse(raw)
+
+
 @dataclass(frozen=True, slots=True)
-class ConfigOption:
+class ConfigOption(Generic[T]):
+    """One option; `T` is the type of its parsed value (and of its default), what `Configuration.get` returns."""
+
     key: str
     type: str  # int | bool | str | duration | enum | map | ports | memory
-    default: Any
+    default: T
     description: str
     allowed: tuple[str, ...] = ()
     minimum: int | None = None
@@ -162,7 +183,7 @@ class ConfigOption:
             + (", a power of two" if self.power_of_two else ""),
         }[self.type]
 
-    def parse(self, value: Any) -> Any:
+    def parse(self, value: Any) -> T:  # Any: a value as a user or a config file wrote it
         parsers: dict[str, Callable[[Any], Any]] = {
             "int": _parse_int,
             "bool": _parse_bool,
@@ -184,7 +205,8 @@ class ConfigOption:
         )
         if out_of_range or (self.power_of_two and parsed & (parsed - 1)):
             raise ConfigError(f"invalid value {value!r} for {self.key!r}: expected {self.expected()}")
-        return parsed
+        result: T = parsed  # the parser chosen by `type` yields T (the registry pairs each type with its default)
+        return result
 
 
 def _integer_range(minimum: int | None, maximum: int | None) -> str:
@@ -193,7 +215,7 @@ def _integer_range(minimum: int | None, maximum: int | None) -> str:
     return "an integer" + (f" >= {minimum}" if minimum is not None else "")
 
 
-def option_for_deprecated_key(key: str) -> ConfigOption | None:
+def option_for_deprecated_key(key: str) -> ConfigOption[Any] | None:
     """The option whose deprecated key (one Flink still accepts) `key` is, or None."""
     for opt in OPTIONS.values():
         if key in opt.deprecated_keys:
@@ -203,10 +225,11 @@ def option_for_deprecated_key(key: str) -> ConfigOption | None:
 
 MAX_PORT = 65535  # a TCP port is 16 bits: a larger one fails deep inside bind() (OverflowError)
 
-OPTIONS: dict[str, ConfigOption] = {}
+OPTIONS: dict[str, ConfigOption[Any]] = {}  # Any: options of every value type live in one registry
 
 
-def option(key: str, type: str, default: Any, description: str, **kw: Any) -> ConfigOption:
+def option(key: str, type: str, default: T, description: str, **kw: Any) -> ConfigOption[T]:
+    """Declare and register an option; its value type is its default's (`kw`: ConfigOption's validation fields)."""
     opt = ConfigOption(key, type, default, description, **kw)
     OPTIONS[key] = opt
     return opt
@@ -228,13 +251,13 @@ OPERATOR_CHAINING = option(
     "Chain operators.",
     deprecated_keys=("pipeline.operator-chaining",),
 )
-GLOBAL_JOB_PARAMETERS = option(
+GLOBAL_JOB_PARAMETERS: ConfigOption[dict[str, str]] = option(
     "pipeline.global-job-parameters",
     "map",
     {},
     "Job parameters every function reads with get_runtime_context().get_job_parameter(key, default).",
 )
-VERTEX_PARALLELISM_OVERRIDES = option(
+VERTEX_PARALLELISM_OVERRIDES: ConfigOption[dict[str, str]] = option(
     "pipeline.jobvertex-parallelism-overrides", "map", {}, "Per job vertex parallelism overrides."
 )
 RUNTIME_MODE = option(

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from strom.common import tls_options  # noqa: F401 - registers Flink's security.ssl.* keys with OPTIONS
 from strom.common.config_options import OPTIONS, ConfigError, ConfigOption, option_for_deprecated_key
 from strom.common.sensitive_keys import is_sensitive_key, masked
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def current_key(key: str) -> str:
@@ -25,7 +27,7 @@ def current_key(key: str) -> str:
     return opt.key
 
 
-def validate_key(key: str) -> ConfigOption | None:
+def validate_key(key: str) -> ConfigOption[Any] | None:
     """Known keys return their option. Unknown keys are an error, except pass-through
     namespaces that other systems own (Spark's, Python logging, user `strom.user.*`)."""
     opt = OPTIONS.get(key)
@@ -57,7 +59,13 @@ class Configuration:
         self._values[key] = opt.parse(value) if opt is not None else value
         return self
 
-    def get(self, key: str | ConfigOption, default: Any = None) -> Any:
+    @overload
+    def get(self, key: ConfigOption[T]) -> T: ...
+
+    @overload
+    def get(self, key: str, default: Any = None) -> Any: ...  # Any: a key names a value of any option's type
+
+    def get(self, key: str | ConfigOption[Any], default: Any = None) -> Any:
         if isinstance(key, ConfigOption):
             return self._values.get(key.key, key.default)
         key = current_key(key)

@@ -93,7 +93,8 @@ class ExecutionConfig:
         return self
 
     def get_global_job_parameters(self) -> dict[str, str]:
-        return dict(self._conf.get(opts.GLOBAL_JOB_PARAMETERS) or {})
+        params = self._conf.get(opts.GLOBAL_JOB_PARAMETERS)
+        return dict(params) if params else {}
 
     # -- JVM-only settings: accepted, read back, no effect ----------------------------------------
     def _set(self, name: str, value: Any) -> ExecutionConfig:
@@ -179,7 +180,7 @@ class ExecutionConfig:
         return self._set("execution_mode", execution_mode)
 
     def get_execution_mode(self) -> ExecutionMode:
-        return self._jvm["execution_mode"]
+        return ExecutionMode(self._jvm["execution_mode"])  # the member itself (set_execution_mode stores one)
 
     def set_default_input_dependency_constraint(
         self, input_dependency_constraint: InputDependencyConstraint
@@ -187,7 +188,7 @@ class ExecutionConfig:
         return self._set("input_dependency_constraint", input_dependency_constraint)
 
     def get_default_input_dependency_constraint(self) -> InputDependencyConstraint:
-        return self._jvm["input_dependency_constraint"]
+        return InputDependencyConstraint(self._jvm["input_dependency_constraint"])
 
     def add_default_kryo_serializer(self, type_class_name: str, serializer_class_name: str) -> ExecutionConfig:
         self._jvm["default_kryo_serializers"][type_class_name] = serializer_class_name

@@ -74,7 +74,7 @@ def encode_job(stream_graph: StreamGraph, *, job_name: str | None = None) -> byt
     name = job_name if job_name is not None else stream_graph.job_name
     meta = {"job_name": name, "strom_version": __version__, "python_version": python_version()}
     header = json.dumps(meta).encode("utf-8")
-    body = cloudpickle.dumps(stream_graph, protocol=5)
+    body: bytes = cloudpickle.dumps(stream_graph, protocol=5)  # cloudpickle ships no types
     return MAGIC + _PREFIX.pack(FORMAT_VERSION, len(header)) + header + body
 
 

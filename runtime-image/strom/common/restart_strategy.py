@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeAlias
 
 from strom.common.config_options import parse_duration_ms
 
@@ -39,7 +39,9 @@ class RestartStrategyConfiguration(ABC):
         """The strategy in words."""
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.to_configuration() == self.to_configuration()  # type: ignore[attr-defined]
+        return isinstance(other, RestartStrategyConfiguration) and type(other) is type(self) and (
+            other.to_configuration() == self.to_configuration()
+        )
 
     def __hash__(self) -> int:
         return hash(tuple(sorted(self.to_configuration().items())))
@@ -174,11 +176,11 @@ class ExponentialDelayRestartStrategyConfiguration(RestartStrategyConfiguration)
 class RestartStrategies:
     """PyFlink's factory of restart strategy configurations."""
 
-    NoRestartStrategyConfiguration = NoRestartStrategyConfiguration
-    FallbackRestartStrategyConfiguration = FallbackRestartStrategyConfiguration
-    FixedDelayRestartStrategyConfiguration = FixedDelayRestartStrategyConfiguration
-    FailureRateRestartStrategyConfiguration = FailureRateRestartStrategyConfiguration
-    ExponentialDelayRestartStrategyConfiguration = ExponentialDelayRestartStrategyConfiguration
+    NoRestartStrategyConfiguration: TypeAlias = NoRestartStrategyConfiguration
+    FallbackRestartStrategyConfiguration: TypeAlias = FallbackRestartStrategyConfiguration
+    FixedDelayRestartStrategyConfiguration: TypeAlias = FixedDelayRestartStrategyConfiguration
+    FailureRateRestartStrategyConfiguration: TypeAlias = FailureRateRestartStrategyConfiguration
+    ExponentialDelayRestartStrategyConfiguration: TypeAlias = ExponentialDelayRestartStrategyConfiguration
 
     @staticmethod
     def no_restart() -> NoRestartStrategyConfiguration:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
@@ -13,7 +14,7 @@ class RowKind(Enum):
     DELETE = 3
 
 
-class Row(tuple):
+class Row(tuple[Any, ...]):  # Any: a row holds user values of any type
     """`Row(1, 'a')` or `Row(id=1, name='a')`; indexable like a tuple, fields by name."""
 
     _fields: tuple[str, ...] | None
@@ -70,7 +71,7 @@ class Row(tuple):
     def set_row_kind(self, kind: RowKind) -> None:
         self._row_kind = kind
 
-    def __reduce__(self):  # pickling keeps names and kind
+    def __reduce__(self) -> tuple[Callable[..., Row], tuple[Any, ...]]:  # pickling keeps names and kind
         return (_make_row, (tuple(self), self._fields, self._row_kind))
 
     def __repr__(self) -> str:
@@ -89,7 +90,7 @@ class Row(tuple):
     __hash__ = tuple.__hash__
 
 
-def _make_row(values: tuple, fields: tuple[str, ...] | None, kind: RowKind) -> Row:
+def _make_row(values: tuple[Any, ...], fields: tuple[str, ...] | None, kind: RowKind) -> Row:
     row = Row(*values) if not fields else Row(**dict(zip(fields, values, strict=True)))
     row._row_kind = kind
     return row

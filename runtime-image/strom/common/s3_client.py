@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from strom.common.config_options import ConfigError, ConfigOption, option
+from strom.common.config_options import ConfigError, ConfigLookup, option, read_option
 
 S3_SCHEMES = ("s3", "s3a", "s3p")  # Flink's names for its S3 file systems; all are boto3 here
 
@@ -35,12 +35,6 @@ NOT_FOUND_CODES = ("404", "NoSuchKey", "NotFound")
 DENIED_CODES = ("403", "AccessDenied", "SignatureDoesNotMatch", "InvalidAccessKeyId", "InvalidToken", "ExpiredToken")
 
 
-def _read(config: Any, opt: ConfigOption) -> Any:
-    # parsed here: a Configuration built before these options were registered keeps `s3.*` values raw
-    raw = config.get(opt.key) if config is not None else None
-    return opt.default if raw is None else opt.parse(raw)
-
-
 @dataclass(frozen=True, slots=True)
 class S3Settings:
     """How to reach S3. The keys are excluded from repr() so that no log line can carry them."""
@@ -55,17 +49,17 @@ class S3Settings:
     max_attempts: int = S3_ATTEMPTS.default
 
     @classmethod
-    def from_config(cls, config: Any) -> S3Settings:
+    def from_config(cls, config: ConfigLookup | None) -> S3Settings:
         """The `s3.*` options of a `Configuration`, a mapping or None."""
         settings = cls(
-            endpoint=_read(config, S3_ENDPOINT).strip(),
-            region=_read(config, S3_REGION).strip(),
-            path_style_access=_read(config, S3_PATH_STYLE_ACCESS),
-            access_key=_read(config, S3_ACCESS_KEY),
-            secret_key=_read(config, S3_SECRET_KEY),
-            connect_timeout_ms=_read(config, S3_CONNECT_TIMEOUT),
-            socket_timeout_ms=_read(config, S3_SOCKET_TIMEOUT),
-            max_attempts=_read(config, S3_ATTEMPTS),
+            endpoint=read_option(config, S3_ENDPOINT).strip(),
+            region=read_option(config, S3_REGION).strip(),
+            path_style_access=read_option(config, S3_PATH_STYLE_ACCESS),
+            access_key=read_option(config, S3_ACCESS_KEY),
+            secret_key=read_option(config, S3_SECRET_KEY),
+            connect_timeout_ms=read_option(config, S3_CONNECT_TIMEOUT),
+            socket_timeout_ms=read_option(config, S3_SOCKET_TIMEOUT),
+            max_attempts=read_option(config, S3_ATTEMPTS),
         )
         if bool(settings.access_key) != bool(settings.secret_key):
             pair = (S3_ACCESS_KEY.key, S3_SECRET_KEY.key)

@@ -18,7 +18,7 @@ INTERNAL, REST = "internal", "rest"
 KEYSTORE_TYPES = ("PKCS12", "PEM")
 
 
-def _store_options(scope: str) -> dict[str, ConfigOption]:
+def _store_options(scope: str) -> dict[str, ConfigOption[str]]:
     p = f"security.ssl.{scope}."
     return {
         "keystore": option(
@@ -69,7 +69,9 @@ DEPRECATED_UMBRELLA = option(
     "Flink's deprecated umbrella key; refused: set security.ssl.internal.enabled and security.ssl.rest.enabled.",
 )
 
-STORE_OPTIONS: dict[str, dict[str, ConfigOption]] = {INTERNAL: _store_options(INTERNAL), REST: _store_options(REST)}
+STORE_OPTIONS: dict[str, dict[str, ConfigOption[str]]] = {
+    INTERNAL: _store_options(INTERNAL), REST: _store_options(REST)
+}
 
 # every key of the group: process-level, never part of a job's configuration
 ALL_KEYS: frozenset[str] = frozenset(

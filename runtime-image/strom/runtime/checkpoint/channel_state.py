@@ -38,7 +38,8 @@ class ChannelState:
 
 def encode_channel_state(state: ChannelState) -> bytes:
     # records of in-process channels are user objects: classes of the job file go by value, as on the wire
-    return cloudpickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+    data: bytes = cloudpickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)  # cloudpickle ships no types
+    return data
 
 
 def read_channel_state(

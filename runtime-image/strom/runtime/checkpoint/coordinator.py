@@ -32,11 +32,11 @@ from functools import partial
 from typing import Any, Protocol
 
 from strom.common import config_options as opts
-from strom.common.config_options import option
+from strom.common.config_options import option, read_option
 from strom.common.key_groups import KeyGroupRange
 from strom.runtime.checkpoint.layout import checkpoint_dir
 from strom.runtime.checkpoint.metadata import CheckpointMetadata, OperatorSnapshotRef, read_metadata, write_metadata
-from strom.runtime.checkpoint.options import barrier_alignment, read_option
+from strom.runtime.checkpoint.options import barrier_alignment
 from strom.runtime.checkpoint.retention import (
     CompletedCheckpointStore,
     RetainedCheckpoint,

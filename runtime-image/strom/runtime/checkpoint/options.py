@@ -8,10 +8,10 @@ variables, shared profiles, instance roles) applies. The timeouts and attempts m
 
 from __future__ import annotations
 
-from typing import Any
-
 from strom.common import config_options as opts
-from strom.common.config_options import ConfigOption, option
+from strom.common.config_options import option
+from strom.common.config_options import read_option as read_option  # re-exported: readers of these options
+from strom.common.configuration import Configuration
 
 # the `s3.*` options live beside the S3 client that the file source shares with checkpoint storage
 from strom.common.s3_client import (  # noqa: F401 - re-exported: checkpoint code reads them from here
@@ -37,30 +37,20 @@ EXTERNALIZED_RETENTION = option(
 )
 
 
-def read_option(config: Any, opt: ConfigOption) -> Any:
-    """The parsed value of `opt` in a `Configuration`, a mapping or None (then the default).
-
-    Parsed here because a configuration built before this module was imported keeps `s3.*` and
-    `state.*` values unparsed (the registry passes those namespaces through).
-    """
-    raw = config.get(opt.key) if config is not None else None
-    return opt.default if raw is None else opt.parse(raw)
-
-
-def snapshot_staging_dir(config: Any) -> str:
+def snapshot_staging_dir(config: Configuration) -> str:
     """Where the tasks of a job write snapshots: `state.checkpoints.dir`, else (a job that only takes
     savepoints) `state.savepoints.dir`, whose `<job-id>/chk-<n>` staging directories are removed once
     each savepoint is copied into its own directory. '' when the job can take neither."""
     return str(config.get(opts.CHECKPOINTS_DIR) or config.get(opts.SAVEPOINTS_DIR) or "")
 
 
-def takes_snapshots(config: Any) -> bool:
+def takes_snapshots(config: Configuration) -> bool:
     """Periodic checkpoints are enabled, or savepoints can be staged (Flink takes savepoints of jobs
     without periodic checkpointing too)."""
     return config.get(opts.CHECKPOINT_INTERVAL) > 0 or bool(snapshot_staging_dir(config))
 
 
-def barrier_alignment(config: Any) -> tuple[bool, int]:
+def barrier_alignment(config: Configuration | None) -> tuple[bool, int]:
     """How a source task's checkpoint barriers go: (unaligned, alignment timeout in ms or -1). Unaligned
     checkpoints need EXACTLY_ONCE; with an aligned-checkpoint-timeout they start aligned."""
     if config is None or not config.get(opts.UNALIGNED_CHECKPOINTS):

@@ -23,8 +23,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
+from strom.common.config_options import ConfigLookup, read_option
 from strom.runtime.checkpoint import options
 from strom.runtime.checkpoint.errors import CheckpointStorageError
 from strom.runtime.checkpoint.layout import metadata_path, normalize_prefix, shared_dir
@@ -63,14 +63,14 @@ def discard_on_shutdown(retention: ExternalizedCheckpointRetention | str, job_st
     return True
 
 
-def num_retained_from(config: Any) -> int:
+def num_retained_from(config: ConfigLookup | None) -> int:
     """`state.checkpoints.num-retained` of a `Configuration`, a mapping or None."""
-    return int(options.read_option(config, options.NUM_RETAINED))
+    return read_option(config, options.NUM_RETAINED)
 
 
-def retention_from(config: Any) -> ExternalizedCheckpointRetention:
+def retention_from(config: ConfigLookup | None) -> ExternalizedCheckpointRetention:
     """`execution.checkpointing.externalized-checkpoint-retention` of a configuration."""
-    return ExternalizedCheckpointRetention(options.read_option(config, options.EXTERNALIZED_RETENTION))
+    return ExternalizedCheckpointRetention(read_option(config, options.EXTERNALIZED_RETENTION))
 
 
 class SharedStateRegistry:

@@ -8,6 +8,8 @@ endpoint, the bucket and the object.
 
 from __future__ import annotations
 
+import builtins
+
 from botocore.exceptions import BotoCoreError, ClientError
 
 from strom.common.config_options import ConfigError
@@ -78,7 +80,8 @@ class S3CheckpointStorage:
         key = self._key(path)
         try:
             response = self._client.get_object(Bucket=self._bucket, Key=key)
-            return response["Body"].read()
+            data: bytes = response["Body"].read()  # boto3 ships no types: its responses are Any
+            return data
         except (BotoCoreError, ClientError) as exc:
             raise self._error(exc, "read", key) from exc
 
@@ -98,7 +101,7 @@ class S3CheckpointStorage:
         key_prefix = self._prefix + normalize_prefix(prefix)
         return sorted(k[len(self._prefix) :] for k in self._list_keys(key_prefix))
 
-    def _list_keys(self, key_prefix: str) -> list[str]:
+    def _list_keys(self, key_prefix: str) -> builtins.list[str]:  # builtins: `list` is a method of this class
         keys: list[str] = []
         try:
             pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=self._bucket, Prefix=key_prefix)
