@@ -15,7 +15,7 @@ import random
 from typing import Any
 
 from strom.batch.plan import StageInput, StageSpec
-from strom.common.key_groups import KeyGroupAssigner
+from strom.common.key_groups import KeyGroupAssigner, describe_key_selector
 from strom.runtime.execution_graph import pointwise_targets
 
 EVERY_PARTITION = -1  # a broadcast batch goes to every consumer partition
@@ -68,7 +68,8 @@ class BatchRouter:
 
 def _by_key_group(inp: StageInput, consumer: StageSpec) -> Any:
     key_of = inp.key_selector.get_key
-    key_group = KeyGroupAssigner(consumer.max_parallelism).key_group
+    owner = f"{describe_key_selector(inp.key_selector)} of {consumer.name!r}"
+    key_group = KeyGroupAssigner(consumer.max_parallelism, owner=owner).key_group
     n, max_p = consumer.parallelism, consumer.max_parallelism
 
     def by_key(value: Any) -> int:

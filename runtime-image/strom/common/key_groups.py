@@ -8,8 +8,11 @@ use built-in hash() here: it is salted per process.
 
 from __future__ import annotations
 
+import re
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 import mmh3
@@ -23,15 +26,34 @@ _pack_q = struct.Struct("<q").pack
 _pack_d = struct.Struct("<d").pack
 
 
+# the value types a subclass key hashes as (their constructors make the base value of a subclass instance)
+_VALUE_TYPES: tuple[type[Any], ...] = (int, str, tuple, float, bytes)
+
+
 class UnhashableKeyError(TypeError):
     """A key selector returned a value that has no stable hash (e.g. a list or dict)."""
+
+
+class UnstableKeyError(UnhashableKeyError):
+    """A key selector returned an object whose hash would differ between processes, so the same key would
+    be routed to different key groups by different TaskManagers (silently wrong results)."""
+
+
+# object.__repr__ and most C types' default reprs carry the object's address: "<Foo object at 0x7f...>"
+_ADDRESS_IN_REPR = re.compile(r" at 0x[0-9a-fA-F]+")
+
+_WHAT_TO_RETURN = (
+    "return a str, int, tuple, enum or @dataclass(frozen=True) key built from the object's fields "
+    "(or give its class __eq__, __hash__ and a __repr__ that shows only its value)"
+)
 
 
 def _key_bytes(key: Any) -> bytes:
     """A canonical byte encoding of a key, identical in every process."""
     t = type(key)
     if t is str:
-        return b"s" + key.encode("utf-8", "surrogatepass")
+        text: str = key  # `type(key) is str` is the fast test; the annotation tells the checker what it proved
+        return b"s" + text.encode("utf-8", "surrogatepass")
     if t is int:
         if -(2**63) <= key < 2**63:
             return b"i" + _pack_q(key)
@@ -43,17 +65,21 @@ def _key_bytes(key: Any) -> bytes:
             return b"i" + _pack_q(int(key))  # 1.0 and 1 are equal keys, so they hash alike
         return b"f" + _pack_d(key)
     if t is bytes:
-        return b"y" + key
+        raw: bytes = key
+        return b"y" + raw
     if key is None:
         return b"n"
     # Subclasses (bool, IntEnum, namedtuple, ...) hash as their base type, because they
     # compare equal to it: True == 1 must land in the same key group as 1.
-    for base in (int, str, tuple, float, bytes):
+    for base in _VALUE_TYPES:
         if isinstance(key, base):
             return _key_bytes(base(key))
     stable = getattr(key, "__stable_key__", None)
     if stable is not None:
         return b"o" + _key_bytes(stable())
+    if t is frozenset:
+        # iteration order (and so repr) follows the per-process salted hash of str elements: sort the encodings
+        return b"F" + b"".join(e + b"\x00" for e in sorted(map(_key_bytes, key)))
     try:
         hash(key)
     except TypeError as e:
@@ -61,8 +87,30 @@ def _key_bytes(key: Any) -> bytes:
             f"key {key!r} of type {t.__name__} is not hashable; a key selector must return a str, "
             "int, float, bool, bytes, None, or a tuple/Row of those"
         ) from e
-    # A hashable object with no canonical encoding: its repr is the best stable form we have.
-    return b"r" + t.__qualname__.encode() + b":" + repr(key).encode()
+    # A value type with no canonical encoding here (dataclass, enum, datetime, Decimal, UUID, ...): its repr
+    # shows its value, the same in every process. Identity objects and address reprs have no such form.
+    if t.__eq__ is object.__eq__ and not isinstance(key, Enum):
+        raise UnstableKeyError(
+            f"key of type {t.__module__}.{t.__qualname__} compares by identity (its class defines no __eq__), "
+            f"so its hash differs between processes; {_WHAT_TO_RETURN}"
+        )
+    text = repr(key)
+    if _ADDRESS_IN_REPR.search(text):
+        raise UnstableKeyError(
+            f"key {text} of type {t.__module__}.{t.__qualname__} has a repr holding a memory address, "
+            f"so its hash differs between processes; {_WHAT_TO_RETURN}"
+        )
+    return b"r" + t.__qualname__.encode() + b":" + text.encode()
+
+
+def describe_key_selector(selector: Any) -> str:
+    """How an error names a key selector: the user's function (name, file and line) or KeySelector class."""
+    fn = getattr(selector, "_user_callable", selector)
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        where = f" ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})"
+        return f"key selector {getattr(fn, '__qualname__', fn)}{where}"
+    return f"key selector {type(fn).__qualname__}"
 
 
 def stable_hash(key: Any) -> int:
@@ -97,7 +145,7 @@ class KeyGroupRange:
     def __contains__(self, key_group: int) -> bool:
         return self.start <= key_group <= self.end
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         return iter(range(self.start, self.end + 1))
 
     def __len__(self) -> int:
@@ -115,12 +163,16 @@ class KeyGroupAssigner:
 
     The cache is bounded; once full it is cleared, which keeps memory flat for
     high-cardinality keys while still serving the common hot-key case.
+
+    `owner` names where the keys come from (e.g. "key selector by_user of operator 'Keyed Reduce'"),
+    so that a refused key's error says which function to change.
     """
 
-    __slots__ = ("max_parallelism", "_cache", "_limit")
+    __slots__ = ("max_parallelism", "owner", "_cache", "_limit")
 
-    def __init__(self, max_parallelism: int, cache_limit: int = 65536) -> None:
+    def __init__(self, max_parallelism: int, cache_limit: int = 65536, *, owner: str = "") -> None:
         self.max_parallelism = max_parallelism
+        self.owner = owner
         self._cache: dict[Any, int] = {}
         self._limit = cache_limit
 
@@ -128,11 +180,14 @@ class KeyGroupAssigner:
         # hot path: called per record
         try:
             return self._cache[key]
-        except KeyError:
+        except (KeyError, TypeError):  # a new key, or an unhashable one (stable_hash says so)
             pass
-        except TypeError:
-            stable_hash(key)  # raises UnhashableKeyError with a clear message
-        kg = stable_hash(key) % self.max_parallelism
+        try:
+            kg = stable_hash(key) % self.max_parallelism
+        except UnhashableKeyError as e:
+            if not self.owner:
+                raise
+            raise type(e)(f"{self.owner}: {e}") from None
         cache = self._cache
         if len(cache) >= self._limit:
             cache.clear()

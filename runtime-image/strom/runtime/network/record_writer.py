@@ -14,7 +14,7 @@ import random
 from itertools import compress
 from typing import Any
 
-from strom.common.key_groups import KeyGroupAssigner
+from strom.common.key_groups import KeyGroupAssigner, describe_key_selector
 from strom.runtime.network.events import END_OF_PARTITION
 from strom.runtime.network.network_memory import RecordSizeEstimator
 
@@ -45,7 +45,8 @@ class RecordWriter:
         self.sizes = RecordSizeEstimator()
         self.key_fn = key_selector.get_key if key_selector is not None else None
         self.partitioner = custom_partitioner
-        self.kg = KeyGroupAssigner(max_parallelism)
+        owner = describe_key_selector(key_selector) if key_selector is not None else ""
+        self.kg = KeyGroupAssigner(max_parallelism, owner=owner)
         self.max_parallelism = max_parallelism
         self.parallelism = consumer_parallelism
         self._values: list[list[Any]] = [[] for _ in channels]

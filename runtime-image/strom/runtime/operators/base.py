@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strom.common import config_options as opts
-from strom.common.key_groups import KeyGroupRange
+from strom.common.key_groups import KeyGroupRange, describe_key_selector
 from strom.common.time import MIN_WATERMARK
 from strom.datastream.functions import Function, RuntimeContext
 from strom.runtime.metrics import MetricGroup
@@ -130,6 +130,7 @@ class StreamOperator:
         self.function: Any = descriptor.function if descriptor is not None else None
         self.params: dict[str, Any] = descriptor.params if descriptor is not None else {}
         self.key_selectors = key_selectors
+        self._key_types_checked: set[type] = set()
         self.output: Output = Output()
         self.ctx: OperatorContext | None = None
         self.backend: KeyedStateBackend | None = None
@@ -151,6 +152,9 @@ class StreamOperator:
                 clock=ctx.processing_time_service.now,
                 operator_name=ctx.operator_name,
             )
+            # a key that cannot be hashed the same in every process is refused naming the user's function
+            selectors = " / ".join(describe_key_selector(s) for s in self.key_selectors if s is not None)
+            self.backend.key_groups.owner = f"{selectors} of operator {ctx.operator_name!r}"
             self.timer_service = InternalTimerService(
                 backend=self.backend,
                 on_event_time=self.on_event_time,
@@ -241,7 +245,21 @@ class StreamOperator:
         if sel is None:
             return [None] * len(values)
         get_key = sel.get_key
-        return [get_key(v) for v in values]
+        ks = [get_key(v) for v in values]
+        if not self._key_types_checked.issuperset(map(type, ks)):
+            self._check_new_key_types(ks)
+        return ks
+
+    def _check_new_key_types(self, keys: list[Any]) -> None:
+        """Keys computed here (one consumer subtask: no sender hashed them) are hashed once per new type,
+        so that a key with no stable hash (an identity object) fails the job naming its key selector
+        instead of keying state by object identity."""
+        checked = self._key_types_checked
+        for k in keys:
+            if type(k) not in checked:
+                if self.backend is not None:
+                    self.backend.key_groups.key_group(k)
+                checked.add(type(k))
 
 
 class _FunctionInitializationContext:
