@@ -28,6 +28,8 @@ from strom.batch.shuffle_write import write_shuffle
 from strom.batch.spark_session import spark_session
 from strom.batch.stage_runner import BATCH_RECORDS, PRINTED_ROUTE, run_stage
 from strom.batch.validation import validate_batch_graph
+from strom.common.python_dependencies import PythonDependencies
+from strom.common.python_environment import dependencies_of, enter_working_directory
 from strom.datastream.stream_execution_environment import JobExecutionResult
 from strom.graph.stream_graph import StreamGraph
 from strom.runtime.local_executor import JobExecutionError
@@ -50,6 +52,19 @@ def _run_shuffled(spec: StageSpec, memory_bytes: int, index: int, chunks: Any) -
 
 def _write_shuffle(inp: StageInput, consumer: StageSpec, producer: int, batches: Any) -> Any:
     return write_shuffle(inp, consumer, producer, batches)
+
+
+def _run_in_job_environment(dependencies: PythonDependencies | None, fn: Any, *args: Any) -> Any:
+    enter_working_directory(dependencies)  # archives are read relative to it, as on a TaskManager
+    return fn(*args)
+
+
+def _in_job(dependencies: PythonDependencies | None, fn: Any, *args: Any) -> Any:
+    """`fn` bound to `args`, carrying the job's python.* bundle *before* them: a partial pickles its
+    arguments in order, so a Spark worker unpickling it activates the bundle (extracts the files onto
+    sys.path, python_environment) before it unpickles the stage's user functions. This holds whether or
+    not the Spark session existed before the job (unlike SparkContext.addPyFile, it needs no context setup)."""
+    return partial(_run_in_job_environment, dependencies, fn, *args)
 
 
 def _is_printed(batch: Any) -> bool:
@@ -110,8 +125,11 @@ def shuffle_memory(sc: Any, config: Any = None) -> int:
     return memory_bytes(str(job_value) if job_value is not None else sc.getConf().get(key, "512m"))
 
 
-def stage_rdds(sc: Any, plan: BatchPlan, config: Any = None) -> tuple[dict[str, Any], list[Any]]:
-    """One RDD per stage (vertex id -> RDD of (route, values, timestamps) batches) and those persisted."""
+def stage_rdds(
+    sc: Any, plan: BatchPlan, config: Any = None, dependencies: PythonDependencies | None = None
+) -> tuple[dict[str, Any], list[Any]]:
+    """One RDD per stage (vertex id -> RDD of (route, values, timestamps) batches) and those persisted.
+    `dependencies` (the job's python.* files) travel in every stage's function (see `_in_job`)."""
     from pyspark import StorageLevel
 
     in_memory = shuffle_memory(sc, config)
@@ -120,19 +138,19 @@ def stage_rdds(sc: Any, plan: BatchPlan, config: Any = None) -> tuple[dict[str, 
     for spec in plan.stages:
         if spec.is_source:
             rdd = sc.parallelize(range(spec.parallelism), spec.parallelism).mapPartitionsWithIndex(
-                partial(_run_source, spec)
+                _in_job(dependencies, _run_source, spec)
             )
         elif _is_forward(spec):
             upstream = rdds[spec.producer_stages[0]]
-            rdd = upstream.mapPartitionsWithIndex(partial(_run_forward, spec, spec.inputs[0].route))
+            rdd = upstream.mapPartitionsWithIndex(_in_job(dependencies, _run_forward, spec, spec.inputs[0].route))
         else:
             parts = [
-                rdds[producer].mapPartitionsWithIndex(partial(_write_shuffle, inp, spec))
+                rdds[producer].mapPartitionsWithIndex(_in_job(dependencies, _write_shuffle, inp, spec))
                 for inp, producer in zip(spec.inputs, spec.producer_stages, strict=True)
             ]
             chunks = parts[0] if len(parts) == 1 else sc.union(parts)
             shuffled = chunks.partitionBy(spec.parallelism, _target_partition)
-            rdd = shuffled.mapPartitionsWithIndex(partial(_run_shuffled, spec, in_memory))
+            rdd = shuffled.mapPartitionsWithIndex(_in_job(dependencies, _run_shuffled, spec, in_memory))
         rdd.setName(spec.name)
         if plan.consumers.get(spec.vertex_id, 0) > 1:
             rdd.persist(StorageLevel.MEMORY_AND_DISK)
@@ -162,7 +180,7 @@ class BatchJob:
             session = spark_session(self.graph.config, self.graph.job_name)
             sc = self._sc = session.sparkContext
             sc.setJobGroup(self.job_id, f"Strom batch job {self.graph.job_name}", interruptOnCancel=True)
-            rdds, persisted = stage_rdds(sc, self.plan, self.graph.config)
+            rdds, persisted = stage_rdds(sc, self.plan, self.graph.config, dependencies_of(self.graph))
             results = [rdds[s.vertex_id] for s in self.plan.result_stages()]
             try:
                 result = results[0] if len(results) == 1 else sc.union(results)

@@ -1,5 +1,6 @@
 """Types, records, time and configuration shared by the user API and the runtime (`pyflink.common`)."""
 
+from strom.common import python_options  # noqa: F401 - registers Flink's python.* keys with OPTIONS
 from strom.common.completable_future import CompletableFuture
 from strom.common.config_options import ConfigError
 from strom.common.configuration import Configuration

@@ -18,6 +18,8 @@ from strom.common.configuration import Configuration
 from strom.common.execution_config import ExecutionConfig
 from strom.common.job_client import JobClient
 from strom.common.job_execution_result import JobExecutionResult
+from strom.common.python_dependencies import archive_entry, check_exists, collect_dependencies, split_list
+from strom.common.python_options import PYTHON_ARCHIVES, PYTHON_EXECUTABLE, PYTHON_FILES, PYTHON_REQUIREMENTS
 from strom.common.restart_strategy import RestartStrategyConfiguration, apply_restart_strategy, restart_strategy_of
 from strom.common.time import Duration, to_millis
 from strom.common.typeinfo import TypeInformation, check_type_info
@@ -214,12 +216,50 @@ class StreamExecutionEnvironment:
         """Milliseconds, or -1 while checkpointing is disabled (PyFlink's value)."""
         return self.get_checkpoint_config().get_checkpoint_interval()
 
+    # -- Python dependencies: shipped with the job (strom.common.python_dependencies) -------------
     def add_python_file(self, file_path: str) -> None:
+        """Ship a .py file, a .zip/.egg/.whl or a directory with the job: on every TaskManager (and Spark
+        worker) it is on sys.path of the job's functions (`python.files`). Here it goes on sys.path too, so
+        the program can import it."""
         import sys
 
-        path = os.path.dirname(file_path) if os.path.isfile(file_path) else file_path
+        check_exists(file_path, PYTHON_FILES.key)
+        self._append_to_list(PYTHON_FILES.key, file_path)
+        path = os.path.dirname(os.path.abspath(file_path)) if os.path.isfile(file_path) else file_path
         if path not in sys.path:
             sys.path.insert(0, path)
+
+    def add_python_archive(self, archive_path: str, target_dir: str | None = None) -> None:
+        """Ship an archive (zip, tar, tar.gz) with the job, extracted into its working directory under
+        `target_dir` (default: the archive's file name), the current directory of its functions
+        (`python.archives`)."""
+        entry = archive_path if target_dir is None else f"{archive_path}#{target_dir}"
+        archive_entry(entry)  # a bad target directory is refused now
+        check_exists(archive_path, PYTHON_ARCHIVES.key)
+        self._append_to_list(PYTHON_ARCHIVES.key, entry)
+
+    def set_python_requirements(self, requirements_file_path: str, requirements_cache_dir: str | None = None) -> None:
+        """Install a requirements file with pip into the job's own directory on every TaskManager
+        (`python.requirements`); with `requirements_cache_dir` (packages, e.g. from `pip download`) the
+        install is offline, from that directory only."""
+        check_exists(requirements_file_path, PYTHON_REQUIREMENTS.key)
+        value = requirements_file_path
+        if requirements_cache_dir is not None:
+            check_exists(requirements_cache_dir, PYTHON_REQUIREMENTS.key, directory=True)
+            value += f"#{requirements_cache_dir}"
+        self._conf.set(PYTHON_REQUIREMENTS.key, value)
+
+    def set_python_executable(self, python_exec: str) -> None:
+        """The interpreter of the job's functions on TaskManagers (`python.executable`): a path, a name on
+        PATH, or a path inside a shipped archive (`venv/bin/python`). Strom runs functions in the
+        TaskManager's interpreter, so another one must be the same Python major.minor; its site-packages
+        are then added to sys.path."""
+        self._conf.set(PYTHON_EXECUTABLE.key, python_exec)
+
+    def _append_to_list(self, key: str, item: str) -> None:
+        current = split_list(self._conf.get(key) or "")
+        if item not in current:
+            self._conf.set(key, ",".join([*current, item]))
 
     def add_jars(self, *jars_path: str) -> None:
         """Accepted for PyFlink compatibility: Strom runs no JVM, so jars have no effect."""
@@ -331,6 +371,7 @@ class StreamExecutionEnvironment:
             config=self._conf.copy(),
         )
         graph.job_sources = job_source_files()
+        graph.python_dependencies = collect_dependencies(self._conf)
         if clear_transformations:
             self._transformations = []
         return graph

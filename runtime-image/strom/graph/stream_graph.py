@@ -17,6 +17,7 @@ from strom.graph.transformations import (
     DEFAULT_SLOT_SHARING_GROUP,
     FORWARD,
     REBALANCE,
+    OperatorDescriptor,
     PartitionerSpec,
     Transformation,
 )
@@ -52,7 +53,7 @@ class StreamNode:
         return self.transformation.kind
 
     @property
-    def operator(self):
+    def operator(self) -> OperatorDescriptor | None:
         return self.transformation.operator
 
     @property
@@ -70,6 +71,14 @@ class StreamGraph:
     config: Any = None
     # the job file's text by co_filename, for source lines in tracebacks on TaskManagers (job_sources.py)
     job_sources: dict[str, str] = field(default_factory=dict)
+    # the job's python.* files, archives and requirements (strom.common.python_dependencies), or None
+    python_dependencies: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The dependencies first: unpickling them puts the job's files on sys.path (python_environment),
+        # which must happen before the nodes' user functions, whose modules may be among those files.
+        state = dict(self.__dict__)
+        return {"python_dependencies": state.pop("python_dependencies", None), **state}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # Unpickled in a JobManager or slot process: the job's functions run here, so their files'

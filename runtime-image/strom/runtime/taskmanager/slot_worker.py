@@ -22,6 +22,7 @@ from typing import Any
 import cloudpickle
 
 from strom.common import config_options as opts
+from strom.common.python_environment import dependencies_of, enter_working_directory
 from strom.common.tls import InternalTls, StoreSettings, internal_contexts
 from strom.graph.job_graph import create_job_graph
 from strom.runtime.checkpoint.channel_state import restore_channel_state
@@ -127,7 +128,8 @@ class SlotWorker:
 
         key = (msg.job_id, msg.attempt)
         try:
-            graph = cloudpickle.loads(msg.payload)
+            graph = cloudpickle.loads(msg.payload)  # extracts the job's python.* files first (python_environment)
+            enter_working_directory(dependencies_of(graph))  # PyFlink: functions run in the job's working dir
             job_graph = create_job_graph(graph)
             segment_size = graph.config.get(opts.SEGMENT_SIZE)
             remote = RemoteChannels(
