@@ -89,7 +89,7 @@ def _key_bytes(key: Any) -> bytes:
         ) from e
     # A value type with no canonical encoding here (dataclass, enum, datetime, Decimal, UUID, ...): its repr
     # shows its value, the same in every process. Identity objects and address reprs have no such form.
-    if t.__eq__ is object.__eq__ and not isinstance(key, Enum):
+    if not isinstance(key, Enum) and all("__eq__" not in vars(c) for c in t.__mro__[:-1]):
         raise UnstableKeyError(
             f"key of type {t.__module__}.{t.__qualname__} compares by identity (its class defines no __eq__), "
             f"so its hash differs between processes; {_WHAT_TO_RETURN}"
