@@ -278,3 +278,42 @@ def test_set_deserializer_sees_the_whole_record(kafka):
     assert sorted(_drain(source)) == sorted((f"k{n}", f"v{n}", n % 2) for n in range(6))
     with pytest.raises(TypeError, match="KafkaRecordDeserializationSchema"):
         KafkaSource.builder().set_deserializer(object())
+
+
+def test_set_partitions_reads_exactly_the_named_partitions(kafka, topic):
+    chosen = {KafkaTopicPartition(topic, 0), KafkaTopicPartition(topic, 2)}
+    source = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(kafka.bootstrap)
+        .set_partitions(chosen)
+        .set_value_only_deserializer(SimpleStringSchema())
+        .set_bounded(KafkaOffsetsInitializer.latest())
+        .build()
+    )
+    expected = sorted(f"p{p}-{n}" for p in (0, 2) for n in range(PER_PARTITION))
+    assert sorted(_drain(source, parallelism=2)) == expected
+
+
+def test_set_partitions_refuses_a_partition_that_does_not_exist(kafka, topic):
+    source = (
+        KafkaSource.builder()
+        .set_bootstrap_servers(kafka.bootstrap)
+        .set_partitions({KafkaTopicPartition(topic, 1), KafkaTopicPartition(topic, 7)})
+        .set_value_only_deserializer(SimpleStringSchema())
+        .build()
+    )
+    reader = source.create_reader(SourceReaderContext(subtask_index=0, parallelism=1))
+    try:
+        with pytest.raises(RuntimeError, match=rf"partition {topic}-7 \(set_partitions\) does not exist .*0\.\.2"):
+            reader.poll(10)
+    finally:
+        reader.close()
+
+
+def test_set_partitions_refuses_what_is_not_a_topic_partition():
+    with pytest.raises(TypeError, match=r"KafkaTopicPartition\(topic, partition\) items, got \('t', 0\)"):
+        KafkaSource.builder().set_partitions({("t", 0)})
+    with pytest.raises(ValueError, match="no partitions given"):
+        KafkaSource.builder().set_partitions(set())
+    with pytest.raises(ValueError, match="must be an int >= 0"):
+        KafkaSource.builder().set_partitions({KafkaTopicPartition("t", -1)})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 
@@ -19,18 +20,20 @@ class Encoder:
         return (str(value) + "\n").encode(self.charset)
 
 
-class SerializationSchema:
+class SerializationSchema(ABC):
     """Turns a record into bytes (what a sink such as Kafka's writes): `serialize(element) -> bytes`."""
 
+    @abstractmethod
     def serialize(self, element: Any) -> bytes:
-        raise NotImplementedError(f"{type(self).__name__}.serialize(element) -> bytes is not implemented")
+        """The bytes of one record."""
 
 
-class DeserializationSchema:
+class DeserializationSchema(ABC):
     """Turns bytes (what a source such as Kafka's reads) into a record: `deserialize(message)`."""
 
+    @abstractmethod
     def deserialize(self, message: bytes) -> Any:
-        raise NotImplementedError(f"{type(self).__name__}.deserialize(message) is not implemented")
+        """The record of one message."""
 
     def is_end_of_stream(self, next_element: Any) -> bool:
         return False

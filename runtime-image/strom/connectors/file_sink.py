@@ -25,6 +25,7 @@ import uuid
 from typing import Any
 
 from strom.common.serialization import Encoder
+from strom.common.unsupported import UnsupportedFeatureError
 from strom.connectors.file_enumeration import local_path
 from strom.connectors.file_sink_policies import (
     BucketAssigner,
@@ -307,6 +308,13 @@ class FileSink(TwoPhaseCommittingSink):
     @staticmethod
     def for_row_format(base_path: str, encoder: Encoder) -> RowFormatBuilder:
         return RowFormatBuilder(base_path, encoder)
+
+    @staticmethod
+    def for_bulk_format(base_path: str, writer_factory: Any) -> Any:
+        raise UnsupportedFeatureError(
+            "FileSink.for_bulk_format: Strom has no bulk (Parquet/ORC/Avro) writers; use "
+            "FileSink.for_row_format(base_path, Encoder.simple_string_encoder())"
+        )
 
     def create_writer(self, context: SinkInitContext) -> FileSinkWriter:
         return FileSinkWriter(self, context)

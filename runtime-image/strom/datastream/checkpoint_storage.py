@@ -15,6 +15,7 @@ writes one file per subtask and state, so they change nothing.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 _STORAGE = "state.checkpoint-storage"
@@ -22,11 +23,12 @@ _CHECKPOINTS_DIR = "state.checkpoints.dir"
 _SAVEPOINTS_DIR = "state.savepoints.dir"
 
 
-class CheckpointStorage:
+class CheckpointStorage(ABC):
     """Base of the checkpoint storages; `_apply` writes the storage's keys into a Configuration."""
 
+    @abstractmethod
     def _apply(self, conf: Any) -> None:
-        raise NotImplementedError
+        """Write this storage's keys (state.checkpoint-storage, state.checkpoints.dir) into `conf`."""
 
 
 class JobManagerCheckpointStorage(CheckpointStorage):
@@ -94,7 +96,7 @@ class FileSystemCheckpointStorage(CheckpointStorage):
 class CustomCheckpointStorage(CheckpointStorage):
     """PyFlink wraps a Java CheckpointStorage object here; Strom runs no JVM."""
 
-    def __init__(self, j_custom_checkpoint_storage: Any) -> None:
+    def __new__(cls, j_custom_checkpoint_storage: Any) -> CustomCheckpointStorage:  # refused before the abstract check
         raise TypeError(
             "CustomCheckpointStorage wraps a Java CheckpointStorage, and Strom runs no JVM: use "
             "FileSystemCheckpointStorage(uri) or JobManagerCheckpointStorage()"

@@ -15,6 +15,7 @@ transfer threads) is accepted and read back; rocksdict's defaults apply, so it c
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from enum import Enum
 from typing import Any
 
@@ -35,11 +36,12 @@ class PredefinedOptions(Enum):
     FLASH_SSD_OPTIMIZED = 3
 
 
-class StateBackend:
+class StateBackend(ABC):
     """Base of the state backends; `_apply` writes the backend's keys into a Configuration."""
 
+    @abstractmethod
     def _apply(self, conf: Any) -> None:
-        raise NotImplementedError
+        """Write this backend's keys (state.backend.type, ...) into `conf`."""
 
 
 class HashMapStateBackend(StateBackend):
@@ -226,7 +228,7 @@ class RocksDBStateBackend(_RocksDBSettings, StateBackend):
 class CustomStateBackend(StateBackend):
     """PyFlink wraps a Java StateBackend object here; Strom runs no JVM."""
 
-    def __init__(self, j_custom_state_backend: Any) -> None:
+    def __new__(cls, j_custom_state_backend: Any) -> CustomStateBackend:  # refused before the abstract check
         raise TypeError(
             "CustomStateBackend wraps a Java StateBackend, and Strom runs no JVM: use HashMapStateBackend() or "
             "EmbeddedRocksDBStateBackend()"

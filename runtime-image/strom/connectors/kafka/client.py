@@ -79,6 +79,25 @@ def partitions_of(
     return sorted(out)
 
 
+def existing_partitions(
+    client: Any, bootstrap_servers: str, wanted: list[tuple[str, int]]
+) -> list[tuple[str, int]]:
+    """The partitions `set_partitions` named, sorted, each checked to exist (Flink's partition-set
+    subscriber fails on one that does not)."""
+    known: dict[str, list[int]] = {}
+    for topic in sorted({t for t, _p in wanted}):
+        tmd = list_metadata(client, bootstrap_servers, topic).topics.get(topic)
+        known[topic] = sorted(tmd.partitions) if tmd is not None and tmd.error is None else []
+    for topic, partition in sorted(wanted):
+        if partition not in known[topic]:
+            has = f"partitions 0..{known[topic][-1]}" if known[topic] else "no such topic"
+            raise RuntimeError(
+                f"Kafka partition {topic}-{partition} (set_partitions) does not exist at {bootstrap_servers} "
+                f"({has}); name existing partitions, or use set_topics to read every partition"
+            )
+    return sorted(wanted)
+
+
 class ConsumerOffsets:
     """`offsets.OffsetClient` over a confluent-kafka Consumer."""
 

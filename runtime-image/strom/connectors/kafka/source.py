@@ -1,8 +1,9 @@
 """`KafkaSource` (PyFlink's names): Kafka partitions read as splits of the source framework.
 
 Each subtask owns the partitions `splits.owner` gives it; the first poll lists the topics (or the
-topics matching the pattern) and creates a split per owned partition at the offset the starting
-initializer resolves to (and, bounded, the stopping offset). Every `partition.discovery.interval.ms`
+topics matching the pattern, or the fixed partitions `set_partitions` named, each checked to exist)
+and creates a split per owned partition at the offset the starting initializer resolves to (and,
+bounded, the stopping offset). Every `partition.discovery.interval.ms`
 (default 5 min for an unbounded source, off for a bounded one, as Flink) the reader lists again and
 adds owned partitions it has no split for, reading them from the earliest offset (Flink's rule for
 partitions discovered after the start). A checkpoint keeps the splits with their next offsets; a
@@ -29,11 +30,12 @@ from strom.connectors.kafka import splits as sp
 from strom.connectors.kafka.client import (
     ConsumerOffsets,
     client_config,
+    existing_partitions,
     partitions_of,
     require_confluent_kafka,
     unreachable,
 )
-from strom.connectors.kafka.offsets import KafkaOffsetsInitializer
+from strom.connectors.kafka.offsets import KafkaOffsetsInitializer, KafkaTopicPartition
 
 _MAX_POLL_WAIT_S = 0.05  # an empty fetch waits at most this long before poll() returns []
 _DEFAULT_DISCOVERY_MS = 300_000
@@ -119,6 +121,9 @@ class KafkaSourceReader(SourceReader):
         self._started = True
 
     def _discover(self) -> list[tuple[str, int]]:
+        if self._src.partitions is not None:
+            fixed = existing_partitions(self._consumer, self._src.bootstrap_servers, self._src.partitions)
+            return [(t, p) for t, p in fixed if sp.owner(t, p, self._parallelism) == self._subtask]
         all_parts = partitions_of(
             self._consumer,
             self._src.bootstrap_servers,
@@ -248,10 +253,12 @@ class KafkaSource(Source):
         deserializer: KafkaRecordDeserializationSchema,
         properties: dict[str, str],
         declared_unbounded: bool = False,
+        partitions: list[tuple[str, int]] | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.topics = topics
         self.topic_pattern = topic_pattern
+        self.partitions = partitions  # set_partitions: exactly these (topic, partition), never discovered
         self.group_id = group_id
         self.starting_offsets = starting_offsets
         self.stopping_offsets = stopping_offsets
@@ -308,6 +315,7 @@ class KafkaSourceBuilder:
         self._bootstrap: str | None = None
         self._topics: list[str] | None = None
         self._pattern: str | None = None
+        self._partitions: list[tuple[str, int]] | None = None
         self._group_id: str | None = None
         self._starting = KafkaOffsetsInitializer.earliest()
         self._stopping: KafkaOffsetsInitializer | None = None
@@ -321,7 +329,7 @@ class KafkaSourceBuilder:
 
     def set_topics(self, *topics: str) -> KafkaSourceBuilder:
         names = [t for arg in topics for t in ([arg] if isinstance(arg, str) else list(arg))]
-        self._topics, self._pattern = names, None
+        self._topics, self._pattern, self._partitions = names, None, None
         return self
 
     def set_topic_pattern(self, topic_pattern: str) -> KafkaSourceBuilder:
@@ -331,11 +339,25 @@ class KafkaSourceBuilder:
             re.compile(topic_pattern)
         except re.error as exc:
             raise ValueError(f"topic pattern {topic_pattern!r} is not a regular expression: {exc}") from None
-        self._pattern, self._topics = topic_pattern, None
+        self._pattern, self._topics, self._partitions = topic_pattern, None, None
         return self
 
     def set_partitions(self, partitions: Any) -> KafkaSourceBuilder:
-        raise NotImplementedError("KafkaSource.set_partitions is not supported yet; use set_topics")
+        """Read exactly these partitions (a set of KafkaTopicPartition), as Flink's setPartitions; each
+        must exist when the source starts, and no other partition is discovered."""
+        chosen = list(partitions)
+        for tp in chosen:
+            if not isinstance(tp, KafkaTopicPartition):
+                raise TypeError(
+                    f"KafkaSource.set_partitions expects KafkaTopicPartition(topic, partition) items, got {tp!r}"
+                )
+            if not isinstance(tp.partition, int) or tp.partition < 0:
+                raise ValueError(f"KafkaSource.set_partitions: partition of {tp!r} must be an int >= 0")
+        if not chosen:
+            raise ValueError("KafkaSource.set_partitions: no partitions given; name at least one KafkaTopicPartition")
+        self._partitions = sorted({(tp.topic, tp.partition) for tp in chosen})
+        self._topics, self._pattern = None, None
+        return self
 
     def set_group_id(self, group_id: str) -> KafkaSourceBuilder:
         self._group_id = group_id
@@ -382,8 +404,10 @@ class KafkaSourceBuilder:
         bootstrap = self._bootstrap or self._properties.get("bootstrap.servers")
         if not bootstrap:
             raise ValueError("KafkaSource: bootstrap servers are not set; call set_bootstrap_servers('host:9092')")
-        if not self._topics and self._pattern is None:
-            raise ValueError("KafkaSource: no topics; call set_topics(...) or set_topic_pattern(...)")
+        if not self._topics and self._pattern is None and self._partitions is None:
+            raise ValueError(
+                "KafkaSource: no topics; call set_topics(...), set_topic_pattern(...) or set_partitions(...)"
+            )
         if self._deserializer is None:
             raise ValueError("KafkaSource: no deserializer; call set_value_only_deserializer(SimpleStringSchema())")
         if self._starting.kind == "committed" and not self._group_id and "group.id" not in self._properties:
@@ -398,4 +422,5 @@ class KafkaSourceBuilder:
             deserializer=self._deserializer,
             properties=dict(self._properties),
             declared_unbounded=self._unbounded,
+            partitions=self._partitions,
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from strom.common.serialization import Encoder
+from strom.common.unsupported import UnsupportedFeatureError
 from strom.connectors.file import RowFormatBuilder
 
 
@@ -27,7 +28,7 @@ class StreamingFileSink:
 
     @staticmethod
     def for_bulk_format(base_path: str, writer_factory: Any) -> Any:
-        raise NotImplementedError(
+        raise UnsupportedFeatureError(
             "StreamingFileSink.for_bulk_format: Strom has no bulk (Parquet/ORC/Avro) writers; use "
             "for_row_format(base_path, Encoder.simple_string_encoder()) or FileSink.for_row_format"
         )
