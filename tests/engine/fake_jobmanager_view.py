@@ -102,7 +102,7 @@ class FakeJobManagerView:
 
     def cancel(self, jid: JobId) -> None:
         d = self._details(jid)
-        if d.state.is_globally_terminal:
+        if d.state.is_globally_terminal_state():
             raise ConflictError(f"Job {jid} has already reached the terminal state {d.state.value}")
         self.cancelled.append(jid)
         self.details[jid] = replace(

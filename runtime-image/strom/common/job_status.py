@@ -1,7 +1,11 @@
-"""`JobStatus` (`pyflink.common.JobStatus`): Flink's job states.
+"""`JobStatus` (`pyflink.common.JobStatus`): Flink's job states — the one table the engine uses.
 
-Members compare equal to their names as strings (`JobStatus.FINISHED == "FINISHED"`), because
-Strom's executors and REST API speak the names.
+The user API (`JobClient.get_job_status`), the JobManager's read model and REST API, and checkpoint
+retention all take their states and the terminal rules from here. Members compare equal to their
+names as strings (`JobStatus.FINISHED == "FINISHED"`), because Strom's executors and REST API speak
+the names. Flink's rules: FAILED, CANCELED and FINISHED are *globally* terminal (the job is over,
+its retained checkpoints follow their retention policy); SUSPENDED is terminal only for this
+JobManager (another one recovers the job, so its checkpoints stay).
 """
 
 from __future__ import annotations

@@ -26,13 +26,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol
+from typing import Protocol
 
 from strom.common import config_options as opts
 from strom.common.config_options import option, read_option
+from strom.common.configuration import Configuration
+from strom.common.ids import CheckpointId, JobId
+from strom.common.job_status import JobStatus
 from strom.common.key_groups import KeyGroupRange
 from strom.runtime.checkpoint.layout import checkpoint_dir
 from strom.runtime.checkpoint.metadata import CheckpointMetadata, OperatorSnapshotRef, read_metadata, write_metadata
@@ -74,7 +77,30 @@ TOLERABLE_FAILED_CHECKPOINTS = option(
     minimum=0,
 )
 
-TaskKey = Any  # hashable identity of one subtask, e.g. (vertex id, subtask index)
+TaskKey = Hashable  # identity of one subtask, e.g. (vertex id, subtask index)
+
+
+class MailboxTask(Protocol):
+    """What `MailboxGateway` needs of an in-process task (the embedded executor's StreamTask)."""
+
+    @property
+    def state(self) -> str:
+        """Flink's ExecutionState name."""
+
+    @property
+    def gate(self) -> object | None:
+        """The task's input gate; None for a source, which the coordinator asks to start a checkpoint."""
+
+    def submit(self, action: Callable[[], None]) -> None:
+        """Run `action` in the task's mailbox thread."""
+
+    def trigger_checkpoint(
+        self, checkpoint_id: CheckpointId, timestamp: int, stop: str = "", savepoint: bool = False
+    ) -> None: ...
+
+    def notify_checkpoint_complete(self, checkpoint_id: CheckpointId) -> None: ...
+
+    def notify_checkpoint_aborted(self, checkpoint_id: CheckpointId) -> None: ...
 
 
 class TaskGateway(Protocol):
@@ -83,35 +109,35 @@ class TaskGateway(Protocol):
     def not_running(self) -> list[TaskKey]:
         """The tasks not RUNNING now (a checkpoint is only triggered when this is empty)."""
 
-    def trigger(self, checkpoint_id: int, timestamp_ms: int, stop: str = "", savepoint: bool = False) -> None:
+    def trigger(self, checkpoint_id: CheckpointId, timestamp_ms: int, stop: str = "", savepoint: bool = False) -> None:
         """Make the source tasks start the checkpoint; barriers carry it to everyone else. `stop`:
         a stop-with-savepoint's mode (savepoints.STOP_SUSPEND / STOP_DRAIN), '' otherwise; a savepoint
         is always aligned."""
 
-    def notify_complete(self, checkpoint_id: int) -> None: ...
+    def notify_complete(self, checkpoint_id: CheckpointId) -> None: ...
 
-    def notify_aborted(self, checkpoint_id: int) -> None: ...
+    def notify_aborted(self, checkpoint_id: CheckpointId) -> None: ...
 
 
 class MailboxGateway:
     """In-process tasks: actions go into their mailboxes."""
 
-    def __init__(self, tasks: dict[TaskKey, Any]) -> None:
+    def __init__(self, tasks: Mapping[TaskKey, MailboxTask]) -> None:
         self._tasks = dict(tasks)
 
     def not_running(self) -> list[TaskKey]:
         return [k for k, t in self._tasks.items() if t.state != "RUNNING"]
 
-    def trigger(self, checkpoint_id: int, timestamp_ms: int, stop: str = "", savepoint: bool = False) -> None:
+    def trigger(self, checkpoint_id: CheckpointId, timestamp_ms: int, stop: str = "", savepoint: bool = False) -> None:
         for task in self._tasks.values():
             if task.gate is None:
                 task.submit(partial(task.trigger_checkpoint, checkpoint_id, timestamp_ms, stop, savepoint))
 
-    def notify_complete(self, checkpoint_id: int) -> None:
+    def notify_complete(self, checkpoint_id: CheckpointId) -> None:
         for task in self._tasks.values():
             task.submit(partial(task.notify_checkpoint_complete, checkpoint_id))
 
-    def notify_aborted(self, checkpoint_id: int) -> None:
+    def notify_aborted(self, checkpoint_id: CheckpointId) -> None:
         for task in self._tasks.values():
             task.submit(partial(task.notify_checkpoint_aborted, checkpoint_id))
 
@@ -120,7 +146,7 @@ class MailboxGateway:
 class PendingCheckpoint:
     """A triggered checkpoint waiting for the acknowledgements of `awaiting`."""
 
-    checkpoint_id: int
+    checkpoint_id: CheckpointId
     timestamp_ms: int
     started: float  # coordinator clock, seconds
     awaiting: set[TaskKey]
@@ -136,7 +162,7 @@ class PendingCheckpoint:
 
 
 def build_metadata(
-    job_id: str, checkpoint_id: int, timestamp_ms: int, handles: Iterable[OperatorStateHandle]
+    job_id: JobId, checkpoint_id: CheckpointId, timestamp_ms: int, handles: Iterable[OperatorStateHandle]
 ) -> CheckpointMetadata:
     """The `_metadata` of a checkpoint from the state handles of all its tasks, by operator uid."""
     by_uid: dict[str, list[OperatorStateHandle]] = {}
@@ -160,11 +186,11 @@ class CheckpointCoordinator:
     def __init__(
         self,
         *,
-        job_id: str,
-        config: Any,
+        job_id: JobId,
+        config: Configuration,
         storage: CheckpointStorage,
-        clock: Any = time.monotonic,
-        on_completed: Callable[[int, str], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        on_completed: Callable[[CheckpointId, str], None] | None = None,
         on_failures_exceeded: Callable[[str], None] | None = None,
     ) -> None:
         self.job_id = job_id
@@ -191,8 +217,8 @@ class CheckpointCoordinator:
         self._pending: PendingCheckpoint | None = None
         self._next_id = 1
         self._last_trigger = clock()
-        self.completed_ids: list[int] = []
-        self.aborted: list[tuple[int, str]] = []  # (checkpoint id, reason)
+        self.completed_ids: list[CheckpointId] = []
+        self.aborted: list[tuple[CheckpointId, str]] = []  # (checkpoint id, reason)
         self._savepoint_requests: list[SavepointTarget] = []  # waiting for the pending checkpoint to end
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"checkpoint-coordinator {job_id}", daemon=True)
@@ -201,7 +227,7 @@ class CheckpointCoordinator:
     def start(self) -> None:
         self._thread.start()
 
-    def shutdown(self, job_status: str) -> None:
+    def shutdown(self, job_status: JobStatus | str) -> None:
         """The job ended: stop triggering, abort what is pending, apply the externalized retention."""
         self._stop.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
@@ -214,7 +240,7 @@ class CheckpointCoordinator:
             request.on_done(None, f"the job reached {job_status} before the savepoint could be taken")
         self.store.shutdown(job_status, retention_from(self.config))
 
-    def attach_tasks(self, tasks: dict[TaskKey, Any]) -> None:
+    def attach_tasks(self, tasks: Mapping[TaskKey, MailboxTask]) -> None:
         """The in-process tasks of a new execution attempt take part from now on."""
         self.attach(set(tasks), MailboxGateway(tasks))
 
@@ -231,7 +257,7 @@ class CheckpointCoordinator:
             self._abort_pending(reason)
             self._keys, self._gateway = set(), None
 
-    def recover(self, checkpoint_id: int, directory: str) -> None:
+    def recover(self, checkpoint_id: CheckpointId, directory: str) -> None:
         """Retain the completed checkpoint a previous JobManager left (high availability): it is
         what the job restores from, it is subsumed as usual, and new checkpoint ids follow it."""
         metadata = read_metadata(self.storage, directory)
@@ -271,11 +297,11 @@ class CheckpointCoordinator:
         with self._lock:
             self._savepoint_requests.append(target)
 
-    def trigger_checkpoint(self) -> int | None:
+    def trigger_checkpoint(self) -> CheckpointId | None:
         """Start a checkpoint now; its id, or None when one is pending or some task is not running."""
         return self._trigger(savepoint=False)
 
-    def _trigger(self, *, savepoint: bool) -> int | None:
+    def _trigger(self, *, savepoint: bool) -> CheckpointId | None:
         with self._lock:
             self._last_trigger = self._clock()
             gateway = self._gateway
@@ -285,7 +311,7 @@ class CheckpointCoordinator:
             if not_running:
                 log.debug("checkpoint not triggered: tasks %s are not running", not_running)
                 return None
-            cid = self._next_id
+            cid = CheckpointId(self._next_id)
             self._next_id += 1
             timestamp_ms = int(time.time() * 1000)
             target = self._savepoint_requests.pop(0) if savepoint and self._savepoint_requests else None
@@ -296,7 +322,7 @@ class CheckpointCoordinator:
             return cid
 
     # -- answers from the tasks ------------------------------------------------------------------------
-    def acknowledge(self, checkpoint_id: int, task: TaskKey, handles: list[OperatorStateHandle]) -> None:
+    def acknowledge(self, checkpoint_id: CheckpointId, task: TaskKey, handles: list[OperatorStateHandle]) -> None:
         with self._lock:
             pending = self._pending
             if pending is None or pending.checkpoint_id != checkpoint_id:
@@ -308,7 +334,7 @@ class CheckpointCoordinator:
             if pending.acknowledge(task, handles):
                 self._complete(pending)
 
-    def decline(self, checkpoint_id: int, task: TaskKey, reason: str) -> None:
+    def decline(self, checkpoint_id: CheckpointId, task: TaskKey, reason: str) -> None:
         with self._lock:
             if self._pending is not None and self._pending.checkpoint_id == checkpoint_id:
                 self._abort_pending(f"task {task} declined it: {reason}", failure=True)
@@ -351,7 +377,7 @@ class CheckpointCoordinator:
             self._gateway.notify_complete(cid)
 
     def _complete_savepoint(
-        self, cid: int, directory: str, metadata: CheckpointMetadata, target: SavepointTarget, size: int
+        self, cid: CheckpointId, directory: str, metadata: CheckpointMetadata, target: SavepointTarget, size: int
     ) -> None:
         try:
             location = finalize_savepoint(self.storage, directory, metadata, target)
@@ -373,7 +399,12 @@ class CheckpointCoordinator:
             self._aborted(pending.checkpoint_id, reason, pending.savepoint, failure=failure)
 
     def _aborted(
-        self, checkpoint_id: int, reason: str, savepoint: SavepointTarget | None = None, *, failure: bool = False
+        self,
+        checkpoint_id: CheckpointId,
+        reason: str,
+        savepoint: SavepointTarget | None = None,
+        *,
+        failure: bool = False,
     ) -> None:
         """`failure`: the checkpoint itself failed (timeout, state not written), which counts against
         tolerable-failed-checkpoints; an abort because tasks restarted or finished does not (as in Flink)."""
@@ -395,7 +426,7 @@ class CheckpointCoordinator:
                     f"{TOLERABLE_FAILED_CHECKPOINTS.key} ({self.tolerable_failures}) tolerates"
                 )
 
-    def _delete_directory(self, checkpoint_id: int) -> None:
+    def _delete_directory(self, checkpoint_id: CheckpointId) -> None:
         try:
             self.storage.delete_prefix(checkpoint_dir(self.job_id, checkpoint_id))
         except Exception as e:  # noqa: BLE001 - leftovers of an aborted checkpoint are garbage, not a failure

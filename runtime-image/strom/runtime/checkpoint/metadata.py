@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from strom.common.ids import CheckpointId, JobId
 from strom.common.key_groups import KeyGroupRange
 from strom.runtime.checkpoint.errors import CheckpointMetadataError, StorageObjectNotFoundError
 from strom.runtime.checkpoint.layout import METADATA_FILE, metadata_path, resolve_relative
@@ -52,8 +53,8 @@ class OperatorSnapshotRef:
 class CheckpointMetadata:
     """A completed checkpoint or savepoint. `operators` is keyed by operator uid."""
 
-    checkpoint_id: int
-    job_id: str
+    checkpoint_id: CheckpointId
+    job_id: JobId
     timestamp_ms: int
     is_savepoint: bool
     operators: Mapping[str, OperatorSnapshotRef] = field(default_factory=dict)
@@ -111,8 +112,8 @@ def decode_metadata(data: bytes, *, source: str = "<bytes>") -> CheckpointMetada
         )
     try:
         metadata = CheckpointMetadata(
-            checkpoint_id=_int(doc["checkpoint_id"]),
-            job_id=_str(doc["job_id"]),
+            checkpoint_id=CheckpointId(_int(doc["checkpoint_id"])),
+            job_id=JobId(_str(doc["job_id"])),
             timestamp_ms=_int(doc["timestamp_ms"]),
             is_savepoint=_bool(doc["is_savepoint"]),
             operators={_str(uid): _decode_operator(op) for uid, op in _dict(doc["operators"]).items()},

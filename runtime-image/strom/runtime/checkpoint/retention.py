@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from strom.common.config_options import ConfigLookup, read_option
+from strom.common.ids import CheckpointId
+from strom.common.job_status import JobStatus
 from strom.runtime.checkpoint import options
 from strom.runtime.checkpoint.errors import CheckpointStorageError
 from strom.runtime.checkpoint.layout import metadata_path, normalize_prefix, shared_dir
@@ -33,7 +35,12 @@ from strom.runtime.checkpoint.storage import CheckpointStorage
 
 log = logging.getLogger(__name__)
 
-_GLOBALLY_TERMINAL = ("FINISHED", "CANCELED", "FAILED")
+
+
+def _is_globally_terminal(job_status: JobStatus | str) -> bool:
+    """Flink's JobStatus.isGloballyTerminalState for a status or its name (any case); unknown names are not."""
+    name = str(job_status).upper()
+    return name in JobStatus.__members__ and JobStatus[name].is_globally_terminal_state()
 
 
 class ExternalizedCheckpointRetention(StrEnum):
@@ -42,7 +49,7 @@ class ExternalizedCheckpointRetention(StrEnum):
     RETAIN_ON_CANCELLATION = "RETAIN_ON_CANCELLATION"
 
 
-def subsumed_checkpoints(completed_ids: Iterable[int], num_retained: int) -> list[int]:
+def subsumed_checkpoints(completed_ids: Iterable[CheckpointId], num_retained: int) -> list[CheckpointId]:
     """The ids, oldest first, that fall out when only the newest `num_retained` are kept."""
     if num_retained < 1:
         raise ValueError(f"invalid value {num_retained} for 'state.checkpoints.num-retained': expected >= 1")
@@ -50,16 +57,15 @@ def subsumed_checkpoints(completed_ids: Iterable[int], num_retained: int) -> lis
     return ordered[: max(0, len(ordered) - num_retained)]
 
 
-def discard_on_shutdown(retention: ExternalizedCheckpointRetention | str, job_status: str) -> bool:
+def discard_on_shutdown(retention: ExternalizedCheckpointRetention | str, job_status: JobStatus | str) -> bool:
     """Whether the retained checkpoints are deleted when the job reaches `job_status` (Flink's table)."""
     mode = ExternalizedCheckpointRetention(str(retention).upper())
-    status = str(job_status).upper()
-    if status not in _GLOBALLY_TERMINAL:
+    if not _is_globally_terminal(job_status):
         return False  # SUSPENDED etc.: another JobManager recovers the job from these checkpoints
     if mode is ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION:
         return False
     if mode is ExternalizedCheckpointRetention.DELETE_ON_CANCELLATION:
-        return status != "FAILED"  # kept after a failure, so the user can restart from them
+        return str(job_status).upper() != JobStatus.FAILED  # kept after a failure, so the user can restart from them
     return True
 
 
@@ -78,9 +84,9 @@ class SharedStateRegistry:
 
     def __init__(self) -> None:
         self._counts: Counter[str] = Counter()
-        self._by_checkpoint: dict[int, frozenset[str]] = {}
+        self._by_checkpoint: dict[CheckpointId, frozenset[str]] = {}
 
-    def register(self, checkpoint_id: int, paths: Iterable[str]) -> None:
+    def register(self, checkpoint_id: CheckpointId, paths: Iterable[str]) -> None:
         """Checkpoint `checkpoint_id` references `paths` (counted once per checkpoint)."""
         if checkpoint_id in self._by_checkpoint:
             raise ValueError(f"checkpoint {checkpoint_id} is already registered with the shared state registry")
@@ -88,7 +94,7 @@ class SharedStateRegistry:
         self._by_checkpoint[checkpoint_id] = refs
         self._counts.update(refs)
 
-    def release(self, checkpoint_id: int) -> list[str]:
+    def release(self, checkpoint_id: CheckpointId) -> list[str]:
         """Drop the references of a checkpoint; returns the paths no checkpoint references any more."""
         unreferenced: list[str] = []
         for path in sorted(self._by_checkpoint.pop(checkpoint_id, frozenset())):
@@ -104,7 +110,7 @@ class SharedStateRegistry:
 
 @dataclass(frozen=True, slots=True)
 class RetainedCheckpoint:
-    checkpoint_id: int
+    checkpoint_id: CheckpointId
     directory: str  # root-relative, e.g. '<job-id>/chk-7'
     metadata: CheckpointMetadata
 
@@ -138,7 +144,7 @@ class CompletedCheckpointStore:
     def shared_state_registry(self) -> SharedStateRegistry:
         return self._registry
 
-    def add(self, directory: str, metadata: CheckpointMetadata) -> list[int]:
+    def add(self, directory: str, metadata: CheckpointMetadata) -> list[CheckpointId]:
         """Retain a just-completed checkpoint; deletes the subsumed ones and returns their ids."""
         if metadata.is_savepoint:
             raise ValueError(
@@ -159,7 +165,9 @@ class CompletedCheckpointStore:
             self._discard(checkpoint)
         return sorted(gone)
 
-    def shutdown(self, job_status: str, retention: ExternalizedCheckpointRetention | str) -> list[int]:
+    def shutdown(
+        self, job_status: JobStatus | str, retention: ExternalizedCheckpointRetention | str
+    ) -> list[CheckpointId]:
         """The job ended with `job_status`: delete the retained checkpoints if `retention` says so.
 
         Returns the ids deleted; the store is empty afterwards either way.
@@ -169,7 +177,7 @@ class CompletedCheckpointStore:
         if discard:
             for checkpoint in checkpoints:
                 self._discard(checkpoint)
-        if str(job_status).upper() in _GLOBALLY_TERMINAL:
+        if _is_globally_terminal(job_status):
             self._delete_orphaned_shared_files()
         return [c.checkpoint_id for c in checkpoints] if discard else []
 

@@ -12,6 +12,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, replace
 
+from strom.common.ids import CheckpointId
+
 HISTORY_SIZE = 10  # Flink's web.checkpoints.history default
 
 
@@ -19,7 +21,7 @@ HISTORY_SIZE = 10  # Flink's web.checkpoints.history default
 class CheckpointStats:
     """One checkpoint attempt; `status` is IN_PROGRESS, COMPLETED or FAILED (Flink's names)."""
 
-    checkpoint_id: int
+    checkpoint_id: CheckpointId
     status: str
     trigger_timestamp: int
     num_subtasks: int
@@ -40,7 +42,7 @@ class CheckpointStats:
 
 @dataclass(frozen=True, slots=True)
 class RestoredCheckpointStats:
-    checkpoint_id: int
+    checkpoint_id: CheckpointId
     restore_timestamp: int
     external_path: str
     is_savepoint: bool = False
@@ -79,14 +81,14 @@ class CheckpointStatsTracker:
         self._latest_restored: RestoredCheckpointStats | None = None
 
     def triggered(
-        self, checkpoint_id: int, trigger_timestamp: int, num_subtasks: int, *, unaligned: bool = False
+        self, checkpoint_id: CheckpointId, trigger_timestamp: int, num_subtasks: int, *, unaligned: bool = False
     ) -> None:
         with self._lock:
             self._in_progress[checkpoint_id] = CheckpointStats(
                 checkpoint_id, "IN_PROGRESS", trigger_timestamp, num_subtasks, unaligned=unaligned
             )
 
-    def acknowledged(self, checkpoint_id: int) -> None:
+    def acknowledged(self, checkpoint_id: CheckpointId) -> None:
         with self._lock:
             st = self._in_progress.get(checkpoint_id)
             if st is not None:
@@ -95,7 +97,7 @@ class CheckpointStatsTracker:
                 )
 
     def completed(
-        self, checkpoint_id: int, external_path: str, state_size: int = 0, persisted_data: int = 0
+        self, checkpoint_id: CheckpointId, external_path: str, state_size: int = 0, persisted_data: int = 0
     ) -> None:
         with self._lock:
             st = self._in_progress.pop(checkpoint_id, None)
@@ -113,7 +115,7 @@ class CheckpointStatsTracker:
             self._latest_completed = done
             self._history.appendleft(done)
 
-    def failed(self, checkpoint_id: int, reason: str) -> None:
+    def failed(self, checkpoint_id: CheckpointId, reason: str) -> None:
         with self._lock:
             st = self._in_progress.pop(checkpoint_id, None)
             if st is None:
@@ -123,7 +125,7 @@ class CheckpointStatsTracker:
             self._latest_failed = done
             self._history.appendleft(done)
 
-    def restored(self, checkpoint_id: int, external_path: str) -> None:
+    def restored(self, checkpoint_id: CheckpointId, external_path: str) -> None:
         with self._lock:
             self._restored += 1
             self._latest_restored = RestoredCheckpointStats(checkpoint_id, _now_ms(), external_path)

@@ -10,50 +10,23 @@ All times are epoch milliseconds; `-1` means "not yet" (Flink's convention for e
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, NewType, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from strom import __version__
 
+# the ids and the job status live in strom.common (one definition for the engine); re-exported for the REST layer
+from strom.common.ids import JobId as JobId
+from strom.common.ids import TaskManagerId as TaskManagerId
+from strom.common.ids import VertexId as VertexId
+from strom.common.ids import is_flink_id as is_flink_id
+from strom.common.ids import new_job_id as new_job_id
+from strom.common.job_status import JobStatus as JobStatus
+
 if TYPE_CHECKING:
     from strom.graph.job_graph import JobGraph
-
-JobId = NewType("JobId", str)  # 32 lower-case hex digits, like Flink's JobID
-VertexId = NewType("VertexId", str)  # 32 hex digits, like Flink's JobVertexID
-TaskManagerId = NewType("TaskManagerId", str)  # free-form, e.g. "127.0.0.1:6122-a1b2c3"
-
-
-def new_job_id() -> JobId:
-    """A fresh job id in Flink's JobID text form (the REST layer rejects other forms with 400)."""
-    return JobId(secrets.token_hex(16))
-
-
-def is_flink_id(text: str) -> bool:
-    """Flink's JobID / JobVertexID text form: 32 hex digits."""
-    return len(text) == 32 and all(c in "0123456789abcdefABCDEF" for c in text)
-
-
-class JobStatus(StrEnum):
-    """Flink's JobStatus (the subset Strom's job master moves through)."""
-
-    INITIALIZING = "INITIALIZING"
-    CREATED = "CREATED"
-    RUNNING = "RUNNING"
-    FAILING = "FAILING"
-    FAILED = "FAILED"
-    CANCELLING = "CANCELLING"
-    CANCELED = "CANCELED"
-    FINISHED = "FINISHED"
-    RESTARTING = "RESTARTING"
-    SUSPENDED = "SUSPENDED"
-    RECONCILING = "RECONCILING"
-
-    @property
-    def is_globally_terminal(self) -> bool:
-        return self in (JobStatus.FAILED, JobStatus.CANCELED, JobStatus.FINISHED)
 
 
 class ExecutionState(StrEnum):
