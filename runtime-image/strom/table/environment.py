@@ -19,11 +19,12 @@ from strom.common.row import Row
 from strom.datastream.data_stream import DataStream
 from strom.datastream.stream_execution_environment import StreamExecutionEnvironment
 from strom.table import connectors
+from strom.table.data_stream_conversion import data_stream_node
 from strom.table.errors import NotSupportedYet, ValidationException
-from strom.table.expressions import Expression
-from strom.table.planner import builder
+from strom.table.expressions import Expression, col
+from strom.table.planner import builder, windowing
 from strom.table.planner.inline_values import values_node
-from strom.table.planner.plan import PlanNode, SourceNode
+from strom.table.planner.plan import DataStreamScanNode, PlanNode, SourceNode
 from strom.table.planner.translate import blackhole_sink, print_sink, translate
 from strom.table.schema import Schema
 from strom.table.sql import parser as sqlp
@@ -121,6 +122,9 @@ class TableEnvironment:
         elements = list(elements)
         rows = [tuple(e) if isinstance(e, (tuple, list)) else (e,) for e in elements]
         if isinstance(schema, Schema):
+            if schema.computed or schema.metadata or schema.watermark_spec is not None:
+                raise ValidationException("from_elements: the Schema may declare physical columns only; computed "
+                                          "columns and watermarks need from_data_stream or CREATE TABLE")
             columns = list(schema.columns)
         elif isinstance(schema, DataType):
             if schema.root != "ROW":
@@ -186,7 +190,7 @@ class TableEnvironment:
                 raise ValidationException(
                     f"table {obj.name!r} is unbounded; batch mode needs bounded sources (set 'number-of-rows')"
                 )
-        return SourceNode(list(obj.columns), table_name=f"{CATALOG}.{DATABASE}.{obj.name}", options=dict(obj.options))
+        return table_node(obj)
 
     # -- SQL -------------------------------------------------------------------------------------
     def sql_query(self, query: str) -> Table:
@@ -196,8 +200,10 @@ class TableEnvironment:
         s = sqlp.parse_statement(stmt)
         if isinstance(s, sqlp.CreateTable):
             connectors.validate_options(s.name, s.columns, s.options)
-            self._catalog.register(CatalogTable(self._catalog.normalize(s.name), s.columns, s.options),
-                                   if_not_exists=s.if_not_exists)
+            table = CatalogTable(self._catalog.normalize(s.name), s.columns, s.options, s.computed, s.order,
+                                 s.watermark)
+            table_node(table)  # validates computed columns and the watermark now, as Flink does at CREATE
+            self._catalog.register(table, if_not_exists=s.if_not_exists)
             return _ok()
         if isinstance(s, sqlp.CreateView):
             node = self._plan_query(s.query)
@@ -225,10 +231,15 @@ class TableEnvironment:
 
     def _describe(self, name: str) -> TableResult:
         obj = self._catalog.get(name)
-        columns = obj.columns if isinstance(obj, CatalogTable) else obj.node.columns
+        columns = table_node(obj).columns if isinstance(obj, CatalogTable) else obj.node.columns
+        computed = dict(obj.computed) if isinstance(obj, CatalogTable) else {}
+        watermark = obj.watermark if isinstance(obj, CatalogTable) else None
         s, b = DataTypes.STRING(), DataTypes.BOOLEAN(False)
         schema = [("name", s), ("type", s), ("null", b), ("key", s), ("extras", s), ("watermark", s)]
-        rows = [Row(n, t.base(), t.nullable, "", "", "") for n, t in columns]
+        rows = [Row(n, t.base() + (f" *{t.time_attr}*" if t.time_attr else ""), t.nullable, "",
+                    f"AS {computed[n].sql()}" if n in computed else "",
+                    watermark[1].sql() if watermark is not None and watermark[0] == n else "")
+                for n, t in columns]
         return TableResult(schema, ResultKind.SUCCESS_WITH_CONTENT, rows=rows)
 
     def _plan_query(self, tree: Any) -> PlanNode:
@@ -245,7 +256,18 @@ class TableEnvironment:
         return builder.distinct(node, self._final_only) if parts.distinct else node
 
     def _plan_select(self, parts: sqlp.SelectParts) -> PlanNode:
-        source = self._scan(parts.source) if isinstance(parts.source, str) else self._plan_parts(parts.source)
+        if isinstance(parts.source, sqlp.WindowTVF):
+            source, window, window_columns = windowing.window_tvf(self._scan(parts.source.table), parts.source)
+            if windowing.groups_by_window(parts.group_by):
+                node = source if parts.where is None else builder.filter_(source, parts.where)
+                keys = windowing.non_window_keys(parts.group_by)
+                return builder.window_aggregate(node, window, keys, parts.select, parts.having, window_columns)
+            source = windowing.window_table_function(source, parts.source, window, window_columns)
+        else:
+            source = self._scan(parts.source) if isinstance(parts.source, str) else self._plan_parts(parts.source)
+        if parts.group_by is not None and windowing.group_window_call(parts.group_by) is not None:
+            node = source if parts.where is None else builder.filter_(source, parts.where)
+            return windowing.group_window_aggregate(node, parts.group_by, parts.select, parts.having)
         if parts.group_by is not None:
             node = source if parts.where is None else builder.filter_(source, parts.where)
             return builder.aggregate(node, parts.group_by, parts.select, parts.having, self._final_only)
@@ -257,11 +279,14 @@ class TableEnvironment:
         return builder.select(source, parts.select, parts.where)
 
     # -- execution -------------------------------------------------------------------------------
-    def _job_env(self) -> StreamExecutionEnvironment:
+    def _job_env(self, node: PlanNode | None = None) -> StreamExecutionEnvironment:
+        """A fresh environment per job; a plan reading a DataStream runs where that stream lives."""
+        if node is not None and _reads_data_stream(node):
+            return self._env
         return StreamExecutionEnvironment(self._env.get_configuration().copy())
 
     def _execute_query(self, node: PlanNode) -> TableResult:
-        env = self._job_env()
+        env = self._job_env(node)
         ds = translate(node, env)
 
         def start() -> Any:
@@ -288,7 +313,7 @@ class TableEnvironment:
             if st.root != qt.root and not (st.is_numeric and qt.is_numeric):
                 raise ValidationException(f"INSERT INTO {obj.name}: column {n!r} is {st.base()}, the query gives "
                                           f"{qt.base()}")
-        env = self._job_env()
+        env = self._job_env(node)
         ds = translate(node, env)
         uid = node.uid("sink-" + obj.name)
         if connector == "print":
@@ -346,10 +371,35 @@ class StreamTableEnvironment(TableEnvironment):
         raise NotSupportedYet("to_retract_stream (use to_changelog_stream)")
 
     def from_data_stream(self, data_stream: DataStream, *fields_or_schema: Expression | Schema) -> Table:
-        raise NotSupportedYet("from_data_stream")
+        """The stream as a table: columns from its type (or the Schema), with the Schema's rowtime
+        metadata, computed columns and watermark (see strom.table.data_stream_conversion)."""
+        if fields_or_schema and not (len(fields_or_schema) == 1 and isinstance(fields_or_schema[0], Schema)):
+            raise NotSupportedYet("from_data_stream with field expressions (col('ts').rowtime); pass a Schema")
+        if data_stream.get_execution_environment() is not self._env:
+            raise ValidationException("from_data_stream: the DataStream belongs to another "
+                                      "StreamExecutionEnvironment than this StreamTableEnvironment's")
+        schema = fields_or_schema[0] if fields_or_schema else None
+        return Table(self, data_stream_node(data_stream, schema))  # type: ignore[arg-type]
 
     def from_changelog_stream(self, data_stream: DataStream, *args: Any) -> Table:
         raise NotSupportedYet("from_changelog_stream")
+
+
+def _reads_data_stream(node: PlanNode) -> bool:
+    return isinstance(node, DataStreamScanNode) or any(_reads_data_stream(i) for i in node.inputs)
+
+
+def table_node(obj: CatalogTable) -> PlanNode:
+    """A catalog table as a plan: its connector's physical columns, then its computed columns in declared
+    order (a Calc), then its watermark (which makes the column a ROWTIME attribute)."""
+    node: PlanNode = SourceNode(list(obj.columns), table_name=f"{CATALOG}.{DATABASE}.{obj.name}",
+                                options=dict(obj.options))
+    if obj.computed:
+        computed = dict(obj.computed)
+        node = builder.select(node, [computed[n].alias(n) if n in computed else col(n) for n in obj.order])
+    if obj.watermark is not None:
+        node = windowing.watermark_assigner(node, obj.watermark[0], obj.watermark[1], obj.name)
+    return node
 
 
 def _submitting_client_without_job_handles() -> bool:

@@ -7,6 +7,7 @@ resolves it against a schema (strom.table.planner.scalar) into a Python function
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from strom.table.types import DataType
@@ -41,6 +42,8 @@ class Expression:
         """A readable SQL-like form, used in plan digests (operator uids) and error messages."""
         if self.op == "col":
             return self.name
+        if self.op == "lit" and isinstance(self.value, datetime.timedelta):
+            return _interval_sql(self.value)
         if self.op == "lit":
             return repr(self.value) if not isinstance(self.value, str) else "'" + self.value + "'"
         if self.op == "alias":
@@ -176,6 +179,57 @@ class Expression:
     def abs(self) -> Expression:
         return Expression("call", "abs", (self,))
 
+    # -- intervals and windows: lit(10).minutes, col('w').start ------------------------------------
+    def _interval(self, unit: datetime.timedelta, name: str) -> Expression:
+        if self.op != "lit" or not isinstance(self.value, int) or isinstance(self.value, bool):
+            from strom.table.errors import NotSupportedYet
+
+            raise NotSupportedYet(f".{name} on {self.sql()} (intervals of integer literals: lit(10).{name})")
+        return lit(self.value * unit)
+
+    @property
+    def millis(self) -> Expression:
+        return self._interval(datetime.timedelta(milliseconds=1), "millis")
+
+    milli = millis
+
+    @property
+    def seconds(self) -> Expression:
+        return self._interval(datetime.timedelta(seconds=1), "seconds")
+
+    second = seconds
+
+    @property
+    def minutes(self) -> Expression:
+        return self._interval(datetime.timedelta(minutes=1), "minutes")
+
+    minute = minutes
+
+    @property
+    def hours(self) -> Expression:
+        return self._interval(datetime.timedelta(hours=1), "hours")
+
+    hour = hours
+
+    @property
+    def days(self) -> Expression:
+        return self._interval(datetime.timedelta(days=1), "days")
+
+    day = days
+
+    @property
+    def start(self) -> Expression:
+        """`col('w').start`: the start of group window `w`."""
+        return Expression("call", "window_start_of", (self,))
+
+    @property
+    def end(self) -> Expression:
+        return Expression("call", "window_end_of", (self,))
+
+    @property
+    def rowtime(self) -> Expression:
+        return Expression("call", "window_rowtime_of", (self,))
+
     @property
     def sum(self) -> Expression:
         return Expression("agg", "sum", (self,))
@@ -204,6 +258,14 @@ class Expression:
 
             raise NotSupportedYet(".distinct on a non-aggregate expression (Table.distinct())")
         return Expression("agg", self.name, self.args, distinct=True)
+
+
+def _interval_sql(value: datetime.timedelta) -> str:
+    ms = value // datetime.timedelta(milliseconds=1)
+    for unit, size in (("DAY", 86_400_000), ("HOUR", 3_600_000), ("MINUTE", 60_000), ("SECOND", 1000)):
+        if ms % size == 0:
+            return f"INTERVAL '{ms // size}' {unit}"
+    return f"INTERVAL '{ms}' MILLISECOND"
 
 
 _INFIX = {"+", "-", "*", "/", "%", "=", "<>", "<", "<=", ">", ">=", "and", "or", "like"}

@@ -3,15 +3,32 @@ Table.get_schema() returns it)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from strom.table.errors import NotSupportedYet, ValidationException
 from strom.table.types import DataType
 
 
 class Schema:
-    """`Schema.new_builder().column("user", DataTypes.STRING()).build()`; physical columns only so far."""
+    """`Schema.new_builder().column("user", DataTypes.STRING()).build()`: physical columns, computed
+    columns (`column_by_expression`), the `rowtime` metadata column of a DataStream
+    (`column_by_metadata`), and a watermark (`watermark(column, "ts - INTERVAL '5' SECOND")`, or
+    `SOURCE_WATERMARK()` to keep the DataStream's own watermarks)."""
 
-    def __init__(self, columns: list[tuple[str, DataType]]) -> None:
-        self.columns = columns
+    def __init__(
+        self,
+        columns: list[tuple[str, DataType]],
+        *,
+        computed: list[tuple[str, Any]] | None = None,
+        metadata: list[tuple[str, DataType]] | None = None,
+        order: list[str] | None = None,
+        watermark: tuple[str, Any] | None = None,
+    ) -> None:
+        self.columns = columns  # physical
+        self.computed = computed or []  # (name, SQL text or Expression)
+        self.metadata = metadata or []
+        self.order = order or [n for n, _ in columns]
+        self.watermark_spec = watermark
 
     @staticmethod
     def new_builder() -> Schema.Builder:
@@ -23,12 +40,20 @@ class Schema:
     class Builder:
         def __init__(self) -> None:
             self._columns: list[tuple[str, DataType]] = []
+            self._computed: list[tuple[str, Any]] = []
+            self._metadata: list[tuple[str, DataType]] = []
+            self._order: list[str] = []
+            self._watermark: tuple[str, Any] | None = None
+
+        def _declare(self, column_name: str) -> None:
+            if column_name in self._order:
+                raise ValidationException(f"Schema: column {column_name!r} is declared twice")
+            self._order.append(column_name)
 
         def column(self, column_name: str, data_type: DataType | str) -> Schema.Builder:
             if not isinstance(data_type, DataType):
                 raise NotSupportedYet(f"Schema column {column_name!r} with a type string; use DataTypes")
-            if any(n == column_name for n, _ in self._columns):
-                raise ValidationException(f"Schema: column {column_name!r} is declared twice")
+            self._declare(column_name)
             self._columns.append((column_name, data_type))
             return self
 
@@ -37,20 +62,37 @@ class Schema:
                 self.column(n, t)
             return self
 
-        def column_by_expression(self, column_name: str, expr: object) -> Schema.Builder:
-            raise NotSupportedYet(f"computed column {column_name!r}")
+        def column_by_expression(self, column_name: str, expr: Any) -> Schema.Builder:
+            """A computed column: SQL text ("CAST(ts AS TIMESTAMP_LTZ(3))") or an Expression."""
+            self._declare(column_name)
+            self._computed.append((column_name, expr))
+            return self
 
-        def column_by_metadata(self, column_name: str, *args: object, **kwargs: object) -> Schema.Builder:
-            raise NotSupportedYet(f"metadata column {column_name!r}")
+        def column_by_metadata(self, column_name: str, data_type: DataType | str, metadata_key: str | None = None,
+                               is_virtual: bool = False) -> Schema.Builder:
+            """A DataStream's `rowtime` metadata: the record's timestamp as TIMESTAMP_LTZ(3)."""
+            key = metadata_key or column_name
+            if key != "rowtime":
+                raise NotSupportedYet(f"metadata key {key!r} for column {column_name!r} (only 'rowtime')")
+            if not isinstance(data_type, DataType) or data_type.root != "TIMESTAMP_LTZ" or data_type.precision != 3:
+                raise ValidationException(f"metadata column {column_name!r}: 'rowtime' is TIMESTAMP_LTZ(3), got "
+                                          f"{data_type}")
+            self._declare(column_name)
+            self._metadata.append((column_name, data_type))
+            return self
 
-        def watermark(self, column_name: str, watermark_expr: object) -> Schema.Builder:
-            raise NotSupportedYet(f"watermark on {column_name!r} (time attributes)")
+        def watermark(self, column_name: str, watermark_expr: Any) -> Schema.Builder:
+            if self._watermark is not None:
+                raise ValidationException("Schema: one watermark per table")
+            self._watermark = (column_name, watermark_expr)
+            return self
 
         def primary_key(self, *column_names: str) -> Schema.Builder:
             raise NotSupportedYet("PRIMARY KEY")
 
         def build(self) -> Schema:
-            return Schema(list(self._columns))
+            return Schema(list(self._columns), computed=list(self._computed), metadata=list(self._metadata),
+                          order=list(self._order), watermark=self._watermark)
 
 
 class TableSchema:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from strom.table.errors import NotSupportedYet
 from strom.table.expressions import Expression
-from strom.table.planner import builder, column_ops
+from strom.table.planner import builder, column_ops, windowing
 from strom.table.planner.plan import PlanNode
 from strom.table.schema import TableSchema
 
@@ -45,6 +45,14 @@ class Table:
 
     def distinct(self) -> Table:
         return Table(self._t_env, builder.distinct(self._node, self._t_env._final_only))
+
+    def window(self, window: Any) -> GroupWindowedTable:
+        """A group window (strom.table.window.Tumble/Slide) to group by, as in PyFlink."""
+        from strom.table.window import GroupWindow
+
+        if not isinstance(window, GroupWindow):
+            raise TypeError(f"Table.window() takes Tumble/Slide windows (strom.table.window), got {window!r}")
+        return GroupWindowedTable(self, window.checked())
 
     def union_all(self, right: Table) -> Table:
         return Table(self._t_env, builder.union_all([self._node, right._node]))
@@ -99,6 +107,29 @@ class Table:
         return f"Table({', '.join(self._node.names())})"
 
 
+class GroupWindowedTable:
+    """`table.window(Tumble.over(...).on(col('ts')).alias('w'))`: group by the window's alias next."""
+
+    def __init__(self, table: Table, window: Any) -> None:
+        self._table = table
+        self._window = window
+
+    def group_by(self, *fields: Expression) -> WindowGroupedTable:
+        return WindowGroupedTable(self._table, self._window, _exprs(fields, "group_by"))
+
+
+class WindowGroupedTable:
+    def __init__(self, table: Table, window: Any, keys: list[Expression]) -> None:
+        self._table = table
+        self._window = window
+        self._keys = keys
+
+    def select(self, *fields: Expression) -> Table:
+        t = self._table
+        node = windowing.table_api_window_aggregate(t._node, self._window, self._keys, _exprs(fields, "select"))
+        return Table(t._t_env, node)
+
+
 class GroupedTable:
     def __init__(self, table: Table, keys: list[Expression]) -> None:
         self._table = table
@@ -132,7 +163,6 @@ for _name, _feature in {
     "full_outer_join": "joins",
     "join_lateral": "table functions",
     "left_outer_join_lateral": "table functions",
-    "window": "group windows",
     "over_window": "over windows",
     "minus": "MINUS",
     "minus_all": "MINUS ALL",

@@ -21,6 +21,9 @@ class DataType:
     nullable: bool = True
     precision: int | None = None
     fields: tuple[tuple[str, DataType], ...] = field(default=())
+    # "ROWTIME" or "PROCTIME" on a time attribute column (Flink prints `TIMESTAMP(3) *ROWTIME*`); any
+    # expression over the column yields a plain TIMESTAMP, as in Flink
+    time_attr: str | None = None
 
     def not_null(self) -> DataType:
         return replace(self, nullable=False)
@@ -28,15 +31,26 @@ class DataType:
     def nullable_(self) -> DataType:
         return replace(self, nullable=True)
 
+    def plain(self) -> DataType:
+        """The type without its time-attribute mark."""
+        return replace(self, time_attr=None) if self.time_attr else self
+
     def base(self) -> str:
-        if self.root == "TIMESTAMP":
-            return f"TIMESTAMP({3 if self.precision is None else self.precision})"
+        if self.root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+            return f"{self.root}({3 if self.precision is None else self.precision})"
+        if self.root == "INTERVAL":
+            return "INTERVAL SECOND(3)"
         if self.root == "ROW":
             return "ROW<" + ", ".join(f"`{n}` {t}" for n, t in self.fields) + ">"
         return self.root
 
     def __str__(self) -> str:
-        return self.base() + ("" if self.nullable else " NOT NULL")
+        mark = f" *{self.time_attr}*" if self.time_attr else ""
+        return self.base() + ("" if self.nullable else " NOT NULL") + mark
+
+    @property
+    def is_timestamp(self) -> bool:
+        return self.root in ("TIMESTAMP", "TIMESTAMP_LTZ")
 
     @property
     def is_numeric(self) -> bool:
@@ -121,6 +135,16 @@ class DataTypes:
         return DataType("TIMESTAMP", nullable, precision)
 
     @staticmethod
+    def TIMESTAMP_LTZ(precision: int = 6, nullable: bool = True) -> DataType:
+        """TIMESTAMP WITH LOCAL TIME ZONE: an instant; values are naive datetimes in UTC (Strom's session
+        time zone, `table.local-time-zone`, is UTC)."""
+        return DataType("TIMESTAMP_LTZ", nullable, precision)
+
+    @staticmethod
+    def TIMESTAMP_WITH_LOCAL_TIME_ZONE(precision: int = 6, nullable: bool = True) -> DataType:
+        return DataTypes.TIMESTAMP_LTZ(precision, nullable)
+
+    @staticmethod
     def FIELD(name: str, data_type: DataType, description: str | None = None) -> tuple[str, DataType]:
         return (name, data_type)
 
@@ -141,7 +165,7 @@ def _not_yet(name: str):
 
 # PyFlink's other types: present, refused with a clear message until the runtime handles them
 for _name in ("DECIMAL", "TIME", "BYTES", "BINARY", "VARBINARY", "CHAR", "ARRAY", "MAP", "MULTISET",
-              "TIMESTAMP_LTZ", "TIMESTAMP_WITH_LOCAL_TIME_ZONE", "INTERVAL", "NULL", "RAW"):
+              "INTERVAL", "NULL", "RAW"):
     setattr(DataTypes, _name, _not_yet(_name))
 
 
@@ -159,6 +183,8 @@ def type_of_value(value: Any) -> DataType:
         return DataTypes.TIMESTAMP(3)
     if isinstance(value, datetime.date):
         return DataTypes.DATE()
+    if isinstance(value, datetime.timedelta):
+        return DataType("INTERVAL", False, 3)
     raise ValidationException(f"cannot infer a SQL type for value {value!r}; pass a schema (DataTypes.ROW)")
 
 
@@ -178,6 +204,7 @@ def check_value(value: Any, data_type: DataType, column: str) -> Any:
         "DOUBLE": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
         "STRING": lambda v: isinstance(v, str),
         "TIMESTAMP": lambda v: isinstance(v, datetime.datetime),
+        "TIMESTAMP_LTZ": lambda v: isinstance(v, datetime.datetime),
         "DATE": lambda v: isinstance(v, datetime.date),
     }.get(data_type.root)
     if ok is None or not ok(value):

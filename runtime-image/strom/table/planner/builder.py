@@ -7,9 +7,20 @@ GroupAggregate, and a Calc evaluating the select list (and HAVING) over keys and
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from strom.table.errors import NotSupportedYet, ValidationException
 from strom.table.expressions import AGGREGATES, Expression, col
-from strom.table.planner.plan import AggCall, CalcNode, Columns, GroupAggregateNode, PlanNode, UnionAllNode
+from strom.table.planner.plan import (
+    AggCall,
+    CalcNode,
+    Columns,
+    GroupAggregateNode,
+    PlanNode,
+    UnionAllNode,
+    WindowAggregateNode,
+    WindowSpec,
+)
 from strom.table.planner.scalar import compile_scalar
 from strom.table.types import DataType, DataTypes, wider_numeric
 
@@ -106,6 +117,41 @@ def aggregate(
     final_only: bool,
     unnamed: str = "EXPR$",
 ) -> PlanNode:
+    def node(pre: CalcNode, agg_columns: Columns, agg_calls: list[AggCall]) -> PlanNode:
+        return GroupAggregateNode(agg_columns, input=pre, keys=list(range(len(group_exprs))), aggs=agg_calls,
+                                  final_only=final_only)
+
+    return _aggregate(input_node, group_exprs, select_exprs, having, unnamed, node, [])
+
+
+def window_aggregate(
+    input_node: PlanNode,
+    window: WindowSpec,
+    group_exprs: list[Expression],
+    select_exprs: list[Expression],
+    having: Expression | None,
+    window_columns: Columns,
+    unnamed: str = "EXPR$",
+) -> PlanNode:
+    """GROUP BY a window (and `group_exprs`): a WindowAggregate whose rows end with `window_columns`
+    (window_start, window_end, window_time under the names the query may use)."""
+
+    def node(pre: CalcNode, agg_columns: Columns, agg_calls: list[AggCall]) -> PlanNode:
+        return WindowAggregateNode(agg_columns + window_columns, input=pre, window=window,
+                                   keys=list(range(len(group_exprs))), aggs=agg_calls)
+
+    return _aggregate(input_node, group_exprs, select_exprs, having, unnamed, node, window_columns)
+
+
+def _aggregate(
+    input_node: PlanNode,
+    group_exprs: list[Expression],
+    select_exprs: list[Expression],
+    having: Expression | None,
+    unnamed: str,
+    make_node: Callable[[CalcNode, Columns, list[AggCall]], PlanNode],
+    extra_columns: Columns,
+) -> PlanNode:
     select_exprs = expand_star(select_exprs, input_node)
     names = [output_name(e, i, unnamed) for i, e in enumerate(select_exprs)]
     _unique(names)
@@ -141,22 +187,22 @@ def aggregate(
             pre_exprs.append(arg)
             pre_names.append(f"$f{index}")
         agg_calls.append(AggCall(a.name, index, a.is_distinct, _agg_type(a, arg_type), a.sql()))
-    pre_columns = [(n, compile_scalar(e, in_cols)[1]) for n, e in zip(pre_names, pre_exprs, strict=True)]
+    pre_columns = [(n, compile_scalar(e, in_cols)[1].plain()) for n, e in zip(pre_names, pre_exprs, strict=True)]
     pre = CalcNode(pre_columns, input=input_node, projections=pre_exprs)
-    # 2. GroupAggregate: keys, then one column per distinct aggregate call
+    # 2. the aggregation: keys, then one column per distinct aggregate call (then a window's columns)
     key_count = len(group_exprs)
     agg_names = [f"$a{j}" for j in range(len(agg_calls))]
     agg_columns = pre_columns[:key_count] + [(n, a.data_type) for n, a in zip(agg_names, agg_calls, strict=True)]
-    agg_node = GroupAggregateNode(agg_columns, input=pre, keys=list(range(key_count)), aggs=agg_calls,
-                                  final_only=final_only)
+    agg_node = make_node(pre, agg_columns, agg_calls)
     # 3. Calc over keys and aggregate values: the select list and HAVING
     mapping = {g.sql(): pre_names[i] for i, g in enumerate(pre_exprs[:key_count])}
     mapping.update({a.sql(): agg_names[j] for j, a in enumerate(aggs)})
+    mapping.update({n: n for n, _ in extra_columns})
     post_exprs = [_rewrite(_strip(e), mapping, in_cols) for e in select_exprs]
     post_having = _rewrite(having, mapping, in_cols) if having is not None else None
-    post_columns = [(n, compile_scalar(e, agg_columns)[1]) for n, e in zip(names, post_exprs, strict=True)]
+    post_columns = [(n, compile_scalar(e, agg_node.columns)[1]) for n, e in zip(names, post_exprs, strict=True)]
     if post_having is not None:
-        _check_condition(post_having, agg_columns)
+        _check_condition(post_having, agg_node.columns)
     return CalcNode(post_columns, input=agg_node, projections=post_exprs, condition=post_having)
 
 

@@ -131,3 +131,96 @@ class UnionAllNode(PlanNode):
 
     def describe(self) -> str:
         return f"Union(all=[true], union=[{', '.join(self.names())}])"
+
+
+@dataclass(eq=False)
+class WatermarkAssignerNode(PlanNode):
+    """`WATERMARK FOR rowtime AS expr`: records get the rowtime column's value as their timestamp and the
+    watermark is `expr` over the highest row seen (Flink's WatermarkAssigner); the column is ROWTIME."""
+
+    input: PlanNode | None = None
+    rowtime: int = 0
+    watermark: Expression | None = None
+
+    @property
+    def inputs(self) -> list[PlanNode]:
+        assert self.input is not None
+        return [self.input]
+
+    def describe(self) -> str:
+        assert self.watermark is not None
+        return f"WatermarkAssigner(rowtime=[{self.names()[self.rowtime]}], watermark=[{self.watermark.sql()}])"
+
+
+@dataclass(eq=False)
+class DataStreamScanNode(PlanNode):
+    """A DataStream's records as rows (from_data_stream); `metadata_rowtime` columns read the record's
+    timestamp (column_by_metadata('rowtime', ...))."""
+
+    stream: Any = None
+    physical: list[str] = field(default_factory=list)  # field names read from each record, in order
+    metadata_rowtime: list[int] = field(default_factory=list)  # output indexes filled with the record timestamp
+
+    def describe(self) -> str:
+        cols = ", ".join(f"{n} {t}" for n, t in self.columns)
+        return f"DataStreamScan(id=[{self.stream._t.id}], schema=[{cols}])"
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """An event- or processing-time window of a window TVF or group window; sizes in milliseconds."""
+
+    kind: str  # TUMBLE, HOP, CUMULATE
+    size: int
+    slide: int | None = None  # HOP's slide, CUMULATE's step
+    event_time: bool = True
+
+    def describe(self) -> str:
+        slide = {"HOP": f", slide=[{self.slide} ms]", "CUMULATE": f", step=[{self.slide} ms]"}.get(self.kind, "")
+        return f"{self.kind}(size=[{self.size} ms]{slide}, {'rowtime' if self.event_time else 'proctime'})"
+
+
+@dataclass(eq=False)
+class WindowAggregateNode(PlanNode):
+    """Window aggregation: per key and window, one final +I row when the watermark passes the window's end
+    (insert-only; late rows dropped). Output = keys, aggregate values, window_start, window_end, window_time."""
+
+    input: PlanNode | None = None
+    window: WindowSpec | None = None
+    keys: list[int] = field(default_factory=list)
+    aggs: list[AggCall] = field(default_factory=list)
+
+    @property
+    def inputs(self) -> list[PlanNode]:
+        assert self.input is not None
+        return [self.input]
+
+    @property
+    def updating(self) -> bool:
+        return False
+
+    def describe(self) -> str:
+        assert self.input is not None and self.window is not None
+        in_names = self.input.names()
+        group = ", ".join(in_names[k] for k in self.keys)
+        aggs = ", ".join(a.text for a in self.aggs)
+        return f"WindowAggregate(groupBy=[{group}], window=[{self.window.describe()}], select=[{aggs}])"
+
+
+@dataclass(eq=False)
+class WindowTableFunctionNode(PlanNode):
+    """A window TVF's rows without aggregation: each row once per window it falls in, with the window's
+    columns appended (HOP and CUMULATE repeat a row)."""
+
+    input: PlanNode | None = None
+    window: WindowSpec | None = None
+    time_column: int = 0
+
+    @property
+    def inputs(self) -> list[PlanNode]:
+        assert self.input is not None
+        return [self.input]
+
+    def describe(self) -> str:
+        assert self.window is not None and self.input is not None
+        return f"WindowTableFunction(window=[{self.window.describe()}], time=[{self.input.names()[self.time_column]}])"

@@ -64,6 +64,8 @@ def _need_numeric(e: Expression, types: list[DataType]) -> None:
 
 
 def _arith(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    if e.name in ("+", "-") and (types[0].is_timestamp or types[1].is_timestamp):
+        return _timestamp_arith(e, fns, types)
     _need_numeric(e, types)
     a, b = fns
     t = wider_numeric(types[0], types[1])
@@ -92,6 +94,51 @@ def _arith(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, Dat
     return f, t
 
 
+def _timestamp_arith(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    """TIMESTAMP +/- INTERVAL (and INTERVAL + TIMESTAMP): a TIMESTAMP of the same kind, no time attribute."""
+    a, b = fns
+    ta, tb = types
+    if e.name == "-" and ta.is_timestamp and tb.root == "INTERVAL":
+        return (lambda row: None if (x := a(row)) is None or (y := b(row)) is None else x - y), _shifted(ta, tb)
+    if e.name == "+" and ta.is_timestamp and tb.root == "INTERVAL":
+        return (lambda row: None if (x := a(row)) is None or (y := b(row)) is None else x + y), _shifted(ta, tb)
+    if e.name == "+" and tb.is_timestamp and ta.root == "INTERVAL":
+        return (lambda row: None if (x := a(row)) is None or (y := b(row)) is None else x + y), _shifted(tb, ta)
+    raise ValidationException(f"{e.sql()}: cannot apply {e.name} to {ta} and {tb} (a TIMESTAMP takes +/- INTERVAL)")
+
+
+def _shifted(ts: DataType, interval: DataType) -> DataType:
+    return DataType(ts.root, ts.nullable or interval.nullable, ts.precision)
+
+
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def _to_timestamp_ltz(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    """TO_TIMESTAMP_LTZ(epoch, precision): precision 0 reads seconds, 3 milliseconds (Flink's two)."""
+    if len(e.args) != 2 or e.args[1].op != "lit" or e.args[1].value not in (0, 3):
+        raise ValidationException(f"{e.sql()}: expected TO_TIMESTAMP_LTZ(numeric epoch, 0 or 3)")
+    if not types[0].is_numeric:
+        raise ValidationException(f"{e.sql()}: argument {e.args[0].sql()} is {types[0]}, expected a numeric type")
+    a = fns[0]
+    unit = datetime.timedelta(seconds=1) if e.args[1].value == 0 else datetime.timedelta(milliseconds=1)
+    return (lambda row: None if (x := a(row)) is None else _EPOCH + x * unit), DataTypes.TIMESTAMP_LTZ(
+        3, types[0].nullable
+    )
+
+
+def _proctime(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    """PROCTIME(): the wall clock when the row is computed, a processing-time attribute (UTC)."""
+    if e.args:
+        raise ValidationException(f"{e.sql()}: PROCTIME() takes no arguments")
+
+    def now(row: Sequence[Any]) -> datetime.datetime:
+        t = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+        return t.replace(microsecond=t.microsecond // 1000 * 1000)
+
+    return now, DataType("TIMESTAMP_LTZ", False, 3, time_attr="PROCTIME")
+
+
 _CMP: dict[str, Callable[[Any, Any], bool]] = {
     "=": lambda x, y: x == y,
     "<>": lambda x, y: x != y,
@@ -103,7 +150,7 @@ _CMP: dict[str, Callable[[Any, Any], bool]] = {
 
 
 def _comparable(t1: DataType, t2: DataType) -> bool:
-    return (t1.is_numeric and t2.is_numeric) or t1.root == t2.root
+    return (t1.is_numeric and t2.is_numeric) or t1.root == t2.root or (t1.is_timestamp and t2.is_timestamp)
 
 
 def _compare(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
@@ -286,7 +333,7 @@ def cast_value(v: Any, source: DataType, target: DataType, safe: bool, what: str
                     return s == "true"
                 raise ValueError(v)
             return bool(v)
-        if root == "TIMESTAMP":
+        if root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
             if isinstance(v, str):
                 return datetime.datetime.fromisoformat(v.strip())
             if isinstance(v, datetime.datetime):
@@ -308,8 +355,8 @@ def _castable(source: DataType, target: DataType) -> bool:
         return True
     if target.is_numeric or target.root == "BOOLEAN":
         return source.is_numeric or source.root in ("STRING", "BOOLEAN")
-    if target.root in ("TIMESTAMP", "DATE"):
-        return source.root in ("STRING", "TIMESTAMP")
+    if target.root in ("TIMESTAMP", "TIMESTAMP_LTZ", "DATE"):
+        return source.root in ("STRING", "TIMESTAMP", "TIMESTAMP_LTZ")
     return False
 
 
@@ -344,4 +391,6 @@ _CALLS: dict[str, Callable[[Expression, list[Fn], list[DataType]], tuple[Fn, Dat
     "in": _in,
     "like": _like,
     "cast": _cast,
+    "to_timestamp_ltz": _to_timestamp_ltz,
+    "proctime": _proctime,
 }

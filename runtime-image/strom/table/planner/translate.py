@@ -5,16 +5,36 @@ GroupAggregate -> key_by + GroupAggFunction (a keyed process function with Value
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from strom.common.row import Row
 from strom.common.watermark_strategy import WatermarkStrategy
 from strom.datastream.data_stream import DataStream
+from strom.datastream.functions import ProcessFunction
 from strom.table.connectors import BlackHoleSink, DatagenSpec
 from strom.table.errors import NotSupportedYet
+from strom.table.planner.event_time import (
+    RowtimeExtractor,
+    SqlWatermarkGenerator,
+    WindowAggAccumulate,
+    WindowAggEmit,
+    WindowTableFunction,
+    from_millis,
+    window_assigner,
+)
 from strom.table.planner.group_agg import GlobalGroupMarker, GroupAggFunction
-from strom.table.planner.plan import CalcNode, GroupAggregateNode, PlanNode, SourceNode, UnionAllNode
+from strom.table.planner.plan import (
+    CalcNode,
+    DataStreamScanNode,
+    GroupAggregateNode,
+    PlanNode,
+    SourceNode,
+    UnionAllNode,
+    WatermarkAssignerNode,
+    WindowAggregateNode,
+    WindowTableFunctionNode,
+)
 from strom.table.planner.rows import make_row
 from strom.table.planner.scalar import compile_scalar
 from strom.table.planner.values import java_string
@@ -39,6 +59,18 @@ def _translate(node: PlanNode, env: Any, memo: dict[str, DataStream]) -> DataStr
     if isinstance(node, GroupAggregateNode):
         assert node.input is not None
         return _group_aggregate(node, translate(node.input, env, memo))
+    if isinstance(node, WatermarkAssignerNode):
+        assert node.input is not None
+        return _watermark_assigner(node, translate(node.input, env, memo), env)
+    if isinstance(node, DataStreamScanNode):
+        return _data_stream_scan(node)
+    if isinstance(node, WindowAggregateNode):
+        assert node.input is not None
+        return _window_aggregate(node, translate(node.input, env, memo))
+    if isinstance(node, WindowTableFunctionNode):
+        assert node.input is not None and node.window is not None
+        fn = WindowTableFunction(node.window, node.time_column, node.names())
+        return translate(node.input, env, memo).flat_map(fn).name(node.describe()).uid(node.uid("window-tvf"))
     if isinstance(node, UnionAllNode):
         first, *rest = (translate(i, env, memo) for i in node.union_inputs)
         names = node.names()
@@ -82,11 +114,14 @@ def _getter(k: int) -> Callable[[Any], Any]:
 def _calc(node: CalcNode, ds: DataStream) -> DataStream:
     assert node.input is not None
     columns = node.input.columns
+    source = ds
     if node.condition is not None:
         pred, _ = compile_scalar(node.condition, columns)
         ds = ds.filter(lambda row, p=pred: p(row) is True).name("Calc[where]").uid(node.uid("calc-filter"))
+        ds = _same_parallelism(ds, source)
     fns = [compile_scalar(e, columns)[0] for e in node.projections]
-    return ds.map(_CalcMap(fns, node.names())).name("Calc[select]").uid(node.uid("calc"))
+    out = ds.map(_CalcMap(fns, node.names())).name("Calc[select]").uid(node.uid("calc"))
+    return _same_parallelism(out, source)
 
 
 def _group_aggregate(node: GroupAggregateNode, ds: DataStream) -> DataStream:
@@ -98,6 +133,75 @@ def _group_aggregate(node: GroupAggregateNode, ds: DataStream) -> DataStream:
         ds = ds.union(marker.uid(node.uid("global-group-marker")))
     keyed = ds.key_by(lambda row, k=len(keys): tuple(row[:k]))
     return keyed.process(fn).name(node.describe()).uid(node.uid("group-aggregate"))
+
+
+def _watermark_assigner(node: WatermarkAssignerNode, ds: DataStream, env: Any) -> DataStream:
+    assert node.input is not None and node.watermark is not None
+    watermark_of, _ = compile_scalar(node.watermark, node.input.columns)
+    interval = _auto_watermark_interval(env)
+    strategy = WatermarkStrategy.for_generator(lambda: SqlWatermarkGenerator(watermark_of, interval))
+    strategy = strategy.with_timestamp_assigner(RowtimeExtractor(node.rowtime, node.names()[node.rowtime]))
+    out = ds.assign_timestamps_and_watermarks(strategy).name(node.describe()).uid(node.uid("watermark-assigner"))
+    return _same_parallelism(out, ds)
+
+
+def _auto_watermark_interval(env: Any) -> int:
+    from strom.common import config_options as opts
+
+    return int(env.get_configuration().get(opts.AUTO_WATERMARK_INTERVAL))
+
+
+class _StreamRecordToRow(ProcessFunction):
+    """from_data_stream: a record (Row, tuple or atomic value) as a Row of the table's columns; metadata
+    rowtime columns get the record's timestamp."""
+
+    def __init__(self, physical: list[str], rowtime: list[int], names: list[str]) -> None:
+        self.physical = physical
+        self.rowtime = set(rowtime)
+        self.names = tuple(names)
+
+    def process_element(self, value: Any, ctx: Any) -> Iterator[Row]:
+        if isinstance(value, Row) and getattr(value, "_fields", None):
+            fields = [value[f] for f in self.physical]
+        elif isinstance(value, tuple):
+            fields = list(value)
+        else:
+            fields = [value]
+        it = iter(fields)
+        out = []
+        for i in range(len(self.names)):
+            if i in self.rowtime:
+                ts = ctx.timestamp()
+                out.append(None if ts is None else from_millis(ts))
+            else:
+                out.append(next(it))
+        yield make_row(out, self.names)
+
+
+def _data_stream_scan(node: DataStreamScanNode) -> DataStream:
+    fn = _StreamRecordToRow(node.physical, node.metadata_rowtime, node.names())
+    out = node.stream.process(fn).name(node.describe()).uid(node.uid("datastream-scan"))
+    return _same_parallelism(out, node.stream)
+
+
+def _same_parallelism(out: DataStream, ds: DataStream) -> DataStream:
+    """Flink chains a conversion or watermark assigner to its input: the same parallelism, so that a
+    single-subtask source's rows and watermarks stay in one order (lateness is then decided by event
+    time alone, not by how rows were spread over subtasks)."""
+    parallelism = ds._t.parallelism
+    if parallelism is not None:
+        out.set_parallelism(parallelism)
+    return out
+
+
+def _window_aggregate(node: WindowAggregateNode, ds: DataStream) -> DataStream:
+    assert node.window is not None
+    keys = list(node.keys)
+    assert keys == list(range(len(keys))), "the planner puts group keys first: the key selector reads them by position"
+    keyed = ds.key_by(lambda row, k=len(keys): tuple(row[:k]))
+    windowed = keyed.window(window_assigner(node.window))
+    out = windowed.aggregate(WindowAggAccumulate(list(node.aggs)), WindowAggEmit(node.names()))
+    return out.name(node.describe()).uid(node.uid("window-aggregate"))
 
 
 def changelog_string(row: Row) -> str:

@@ -3,9 +3,10 @@ options) and temporary views (a plan). Names are case-sensitive, as in Flink."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from strom.table.errors import ValidationException
+from strom.table.expressions import Expression
 from strom.table.planner.plan import PlanNode
 from strom.table.types import DataType
 
@@ -16,8 +17,11 @@ DATABASE = "default_database"
 @dataclass
 class CatalogTable:
     name: str
-    columns: list[tuple[str, DataType]]
+    columns: list[tuple[str, DataType]]  # physical columns
     options: dict[str, str]
+    computed: list[tuple[str, Expression]] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)  # all columns, declared order (empty: the physical ones)
+    watermark: tuple[str, Expression] | None = None
 
 
 @dataclass

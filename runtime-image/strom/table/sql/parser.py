@@ -10,6 +10,8 @@ recognized first by their leading keywords, and anything not translated here is 
 
 from __future__ import annotations
 
+import datetime
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,9 +30,12 @@ DIALECT = "hive"
 @dataclass
 class CreateTable:
     name: str
-    columns: list[tuple[str, DataType]]
+    columns: list[tuple[str, DataType]]  # physical columns (what the connector reads)
     options: dict[str, str]
     if_not_exists: bool
+    computed: list[tuple[str, Expression]] = field(default_factory=list)  # `name AS expr`
+    order: list[str] = field(default_factory=list)  # every column in declared order
+    watermark: tuple[str, Expression] | None = None  # WATERMARK FOR column AS expression
 
 
 @dataclass
@@ -117,11 +122,11 @@ def parse_statement(sql: str) -> Statement:
     for pattern, feature in _UNSUPPORTED_LEADS:
         if re.match(pattern, text, re.IGNORECASE):
             raise NotSupportedYet(feature)
-    if re.search(r"\bWATERMARK\s+FOR\b", text, re.IGNORECASE):
-        raise NotSupportedYet("WATERMARK FOR (time attributes)")
+    text, watermark = _extract_watermark(text)
+    text = _extract_window_tvfs(text)
     tree = _parse(text)
     if isinstance(tree, exp.Create):
-        return _create(tree)
+        return _create(tree, watermark)
     if isinstance(tree, exp.Insert):
         if tree.args.get("overwrite"):
             raise NotSupportedYet("INSERT OVERWRITE")
@@ -174,7 +179,169 @@ def _table_name(node: Any) -> str:
     raise NotSupportedYet(f"table reference {node.sql(DIALECT)}")
 
 
-def _create(tree: exp.Create) -> Statement:
+# -- Flink syntax sqlglot does not read: cut out before parsing, blanks keep the other positions --------
+def _blank(text: str) -> str:
+    return re.sub(r"[^\n]", " ", text)
+
+
+def _line_col(text: str, pos: int) -> str:
+    line = text.count("\n", 0, pos) + 1
+    return f"line {line}, column {pos - (text.rfind(chr(10), 0, pos) + 1) + 1}"
+
+
+def _closing(text: str, open_pos: int) -> int:
+    """Index of the parenthesis closing the one at `open_pos` (quotes skipped)."""
+    depth, i, quote = 0, open_pos, None
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == quote:
+                quote = None
+        elif c in "'`\"":
+            quote = c
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    raise SqlParserException(f"SQL parse error at {_line_col(text, open_pos)}: unbalanced parenthesis")
+
+
+def _split_top(text: str) -> list[tuple[int, str]]:
+    """Top-level comma-separated parts with their offsets."""
+    parts, depth, start, quote = [], 0, 0, None
+    for i, c in enumerate(text):
+        if quote:
+            if c == quote:
+                quote = None
+        elif c in "'`\"":
+            quote = c
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append((start, text[start:i]))
+            start = i + 1
+    parts.append((start, text[start:]))
+    return parts
+
+
+def _extract_watermark(text: str) -> tuple[str, tuple[str, Expression] | None]:
+    """`WATERMARK FOR ts AS <expr>` inside CREATE TABLE's column list: removed (with its comma) and
+    returned translated."""
+    m = re.search(r",\s*WATERMARK\s+FOR\s+(`[^`]+`|\w+)\s+AS\s+", text, re.IGNORECASE)
+    if m is None:
+        if re.search(r"\bWATERMARK\s+FOR\b", text, re.IGNORECASE):
+            raise SqlParserException("WATERMARK FOR must follow a column in CREATE TABLE's column list: "
+                                     "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND")
+        return text, None
+    end = m.end()
+    depth = 0
+    while end < len(text):
+        c = text[end]
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            if depth == 0:
+                break
+            depth -= 1
+        elif c == "," and depth == 0:
+            break
+        end += 1
+    expr_text = text[m.end():end].strip()
+    if not expr_text:
+        raise SqlParserException(f"SQL parse error at {_line_col(text, m.end())}: WATERMARK FOR needs an expression")
+    column = m.group(1).strip("`")
+    expr = parse_expression(expr_text)
+    return text[: m.start()] + _blank(text[m.start():end]) + text[end:], (column, expr)
+
+
+@dataclass
+class WindowTVF:
+    """`TABLE(TUMBLE|HOP|CUMULATE(TABLE t, DESCRIPTOR(ts), ...))`; sizes in milliseconds."""
+
+    kind: str  # TUMBLE, HOP, CUMULATE
+    table: str
+    time_column: str
+    size: int
+    slide: int | None = None  # HOP's slide, CUMULATE's step
+    alias: str | None = None
+
+
+# Window TVFs found in statements, by the placeholder table name that stands for them in the parsed tree
+# (sqlglot does not read `TABLE(...)` in FROM); names are unique per process, so entries never clash
+_WINDOW_TVFS: dict[str, WindowTVF] = {}
+_TVF_IDS = itertools.count()
+_TVF_ARGS = {"TUMBLE": "TUMBLE(TABLE t, DESCRIPTOR(ts), size)", "HOP": "HOP(TABLE t, DESCRIPTOR(ts), slide, size)",
+             "CUMULATE": "CUMULATE(TABLE t, DESCRIPTOR(ts), step, max size)"}
+
+
+def _extract_window_tvfs(text: str) -> str:
+    while True:
+        m = re.search(r"\bTABLE\s*\(\s*(\w+)\s*\(", text, re.IGNORECASE)
+        if m is None:
+            return text
+        kind = m.group(1).upper()
+        where = _line_col(text, m.start(1))
+        if kind == "SESSION":
+            raise NotSupportedYet(f"SESSION window TVF (at {where})")
+        if kind not in _TVF_ARGS:
+            raise NotSupportedYet(f"table function {kind} in FROM (at {where})")
+        outer_open = text.index("(", m.start())
+        outer_close = _closing(text, outer_open)
+        inner_open = m.end() - 1
+        inner_close = _closing(text, inner_open)
+        args = [a.strip() for _, a in _split_top(text[inner_open + 1 : inner_close])]
+        usage = f"{kind} takes {_TVF_ARGS[kind]} (at {where})"
+        if any("=>" in a for a in args):
+            raise NotSupportedYet(f"named arguments in window TVF {kind} (at {where})")
+        expected = 3 if kind == "TUMBLE" else 4
+        if len(args) == expected + 1:
+            raise NotSupportedYet(f"window TVF {kind} with an offset (at {where})")
+        if len(args) != expected:
+            raise SqlParserException(f"window TVF: {usage}")
+        t = re.fullmatch(r"TABLE\s+(`[^`]+`|[\w.]+)", args[0], re.IGNORECASE)
+        d = re.fullmatch(r"DESCRIPTOR\s*\(\s*(`[^`]+`|\w+)\s*\)", args[1], re.IGNORECASE)
+        if t is None or d is None:
+            raise SqlParserException(f"window TVF: {usage}")
+        sizes = [_interval_millis(a, usage) for a in args[2:]]
+        name = f"__strom_window_tvf_{next(_TVF_IDS)}"
+        if kind == "TUMBLE":
+            tvf = WindowTVF(kind, t.group(1).strip("`"), d.group(1).strip("`"), sizes[0])
+        else:
+            tvf = WindowTVF(kind, t.group(1).strip("`"), d.group(1).strip("`"), sizes[1], sizes[0])
+            if kind == "CUMULATE" and tvf.size % sizes[0]:
+                raise ValidationException(f"CUMULATE: the max size {tvf.size} ms must be a multiple of the step "
+                                          f"{sizes[0]} ms (at {where})")
+        _WINDOW_TVFS[name] = tvf
+        span = text[m.start() : outer_close + 1]
+        text = text[: m.start()] + name + _blank(span)[len(name):] + text[outer_close + 1 :]
+
+
+def _interval_millis(text: str, usage: str) -> int:
+    e = parse_expression(text)
+    if e.op != "lit" or not isinstance(e.value, datetime.timedelta):
+        raise SqlParserException(f"window TVF: expected an INTERVAL, got {text!r}; {usage}")
+    return interval_millis(e.value)
+
+
+def interval_millis(value: datetime.timedelta) -> int:
+    return value // datetime.timedelta(milliseconds=1)
+
+
+def parse_expression(text: str) -> Expression:
+    """One SQL expression (a computed column, a watermark, Schema.column_by_expression)."""
+    tree = _parse(f"SELECT {text}")
+    assert isinstance(tree, exp.Select)
+    if len(tree.expressions) != 1 or tree.args.get("from_") or tree.args.get("from"):
+        raise SqlParserException(f"expected one SQL expression, got {text!r}")
+    return _Translator(set()).expr(tree.expressions[0])
+
+
+def _create(tree: exp.Create, watermark: tuple[str, Expression] | None = None) -> Statement:
     kind = str(tree.args.get("kind") or "").upper()
     if_not_exists = bool(tree.args.get("exists"))
     if tree.args.get("replace"):
@@ -190,11 +357,18 @@ def _create(tree: exp.Create) -> Statement:
         raise NotSupportedYet("CREATE TABLE without a column list (LIKE)")
     name = _table_name(schema.this)
     columns: list[tuple[str, DataType]] = []
+    computed: list[tuple[str, Expression]] = []
+    order: list[str] = []
     for item in schema.expressions:
         if isinstance(item, exp.ColumnDef):
-            if item.args.get("kind") is None:
-                raise NotSupportedYet(f"computed column {item.name!r}")
+            order.append(item.name)
             constraints = item.args.get("constraints") or []
+            if item.args.get("kind") is None:
+                kinds = [c.kind for c in constraints]
+                if len(kinds) != 1 or not isinstance(kinds[0], exp.ComputedColumnConstraint):
+                    raise NotSupportedYet(f"column {item.name!r} without a type")
+                computed.append((item.name, _Translator(set()).expr(kinds[0].this)))
+                continue
             t = data_type(item.args["kind"], f"column {item.name!r}")
             for c in constraints:
                 if isinstance(c.kind, exp.NotNullColumnConstraint) and not c.kind.args.get("allow_null"):
@@ -216,7 +390,10 @@ def _create(tree: exp.Create) -> Statement:
             continue
         else:
             raise NotSupportedYet(f"table property {prop.sql(DIALECT)}")
-    return CreateTable(name, columns, options, if_not_exists)
+    if watermark is not None and watermark[0] not in order:
+        raise ValidationException(f"WATERMARK FOR {watermark[0]!r}: no such column in table {name!r} "
+                                  f"(columns: {', '.join(order)})")
+    return CreateTable(name, columns, options, if_not_exists, computed, order, watermark)
 
 
 _TYPES = {
@@ -231,6 +408,7 @@ _TYPES = {
     exp.DataType.Type.BOOLEAN: "BOOLEAN",
     exp.DataType.Type.DATE: "DATE",
     exp.DataType.Type.TIMESTAMP: "TIMESTAMP",
+    exp.DataType.Type.TIMESTAMPLTZ: "TIMESTAMP_LTZ",
 }
 
 
@@ -238,10 +416,10 @@ def data_type(node: exp.DataType, where: str) -> DataType:
     root = _TYPES.get(node.this)
     if root is None:
         raise NotSupportedYet(f"type {node.sql(DIALECT)} ({where})")
-    if root == "TIMESTAMP":
+    if root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
         params = node.expressions
         precision = int(params[0].this.this) if params else 6
-        return DataTypes.TIMESTAMP(precision)
+        return DataTypes.TIMESTAMP(precision) if root == "TIMESTAMP" else DataTypes.TIMESTAMP_LTZ(precision)
     return DataType(root)
 
 
@@ -250,7 +428,7 @@ def data_type(node: exp.DataType, where: str) -> DataType:
 class SelectParts:
     """One SELECT block, translated: the planner (environment) builds the plan from these."""
 
-    source: Any  # a table name (str), a nested SelectParts/UnionParts or ValuesParts
+    source: Any  # a table name (str), a WindowTVF, a nested SelectParts/UnionParts or ValuesParts
     source_alias: str | None
     select: list[Expression]
     where: Expression | None
@@ -327,6 +505,9 @@ def select_parts(tree: exp.Expression) -> SelectParts | UnionParts | ValuesParts
             raise NotSupportedYet("JOIN")
         source: Any = _table_name(src)
         qualifiers.add(src.name)
+        if source in _WINDOW_TVFS:
+            source = _WINDOW_TVFS[source]
+            qualifiers.add(source.table.split(".")[-1])
         if isinstance(src.this, exp.Anonymous) or isinstance(src.this, exp.Func):
             raise NotSupportedYet(f"table function {src.this.sql(DIALECT)} in FROM")
     elif isinstance(src, exp.Subquery):
@@ -375,6 +556,24 @@ _BINARY = {
 }
 _UNARY = {exp.Upper: "upper", exp.Lower: "lower", exp.Abs: "abs", exp.Length: "char_length"}
 _AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Avg: "avg"}
+
+
+# Flink functions sqlglot reads as anonymous calls, translated by name (the planner checks their arguments)
+FUNCTIONS = {"TO_TIMESTAMP_LTZ", "PROCTIME", "TUMBLE", "HOP", "TUMBLE_START", "TUMBLE_END", "TUMBLE_ROWTIME",
+             "HOP_START", "HOP_END", "HOP_ROWTIME"}
+_UNITS = {"MILLISECOND": 0.001, "SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
+
+
+def _interval(node: exp.Interval) -> datetime.timedelta:
+    unit = str(node.args.get("unit").name if node.args.get("unit") is not None else "").upper()
+    unit = unit[:-1] if unit.endswith("S") else unit
+    if unit not in _UNITS or not isinstance(node.this, exp.Literal):
+        raise NotSupportedYet(f"interval {node.sql(DIALECT)} (day-time intervals: INTERVAL 'n' SECOND/MINUTE/HOUR/DAY)")
+    try:
+        amount = float(node.this.this)
+    except ValueError:
+        raise ValidationException(f"interval {node.sql(DIALECT)}: {node.this.this!r} is not a number") from None
+    return datetime.timedelta(seconds=amount * _UNITS[unit])
 
 
 class _Translator:
@@ -455,6 +654,10 @@ class _Translator:
         for cls, name in _AGGS.items():
             if type(node) is cls:
                 return self._agg(node, name)
+        if isinstance(node, exp.Interval):
+            return lit(_interval(node))
+        if isinstance(node, exp.Anonymous) and node.name.upper() in FUNCTIONS:
+            return Expression("call", node.name.lower(), tuple(self.expr(a) for a in node.expressions))
         if isinstance(node, exp.Window):
             raise NotSupportedYet("OVER windows")
         if isinstance(node, (exp.Subquery, exp.Exists)):
