@@ -63,8 +63,8 @@ def incremental_upload_bytes(values: int = 4000, value_bytes: int = 1000) -> tup
     from strom.datastream.state import ValueStateDescriptor
     from strom.runtime.checkpoint.storage import checkpoint_storage_for
     from strom.runtime.checkpoint.task_snapshots import SharedFileUploader
-    from strom.runtime.state.keyed_backend import create_keyed_state_backend
-    from strom.runtime.state.rocksdb_snapshots import materialize, snapshot_rocksdb
+    from strom.runtime.state.backends import create_keyed_state_backend
+    from strom.runtime.state.rocksdb.snapshots import materialize, snapshot_rocksdb
 
     with tempfile.TemporaryDirectory() as d:
         uploader = SharedFileUploader(checkpoint_storage_for(f"file://{d}"), "bench")

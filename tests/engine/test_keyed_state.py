@@ -18,7 +18,7 @@ from strom.datastream.state import (
     ValueStateDescriptor,
 )
 from strom.runtime.local_executor import JobExecutionError
-from strom.runtime.state.keyed_backend import HeapKeyedStateBackend
+from strom.runtime.state.heap.backend import HeapKeyedStateBackend
 from strom.runtime.tasks.processing_time import ManualClock
 from strom.testing import collect
 

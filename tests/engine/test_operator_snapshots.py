@@ -23,6 +23,7 @@ from strom.runtime.metrics import MetricGroup
 from strom.runtime.operators.base import OperatorContext, Output
 from strom.runtime.operators.basic import ProcessOperator, ReduceOperator
 from strom.runtime.operators.window_operator import WindowOperator
+from strom.runtime.state.api import StateRestoreError
 from strom.runtime.state.operator_snapshots import (
     NoExtraState,
     restore_operator,
@@ -32,7 +33,6 @@ from strom.runtime.state.operator_snapshots import (
     snapshot_operator_state,
 )
 from strom.runtime.state.operator_state import DefaultOperatorStateStore
-from strom.runtime.state.snapshots import StateRestoreError
 from strom.runtime.tasks.processing_time import ManualClock, ProcessingTimeService
 
 MAX_P = 128

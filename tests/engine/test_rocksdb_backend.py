@@ -30,16 +30,18 @@ from strom.datastream.window import TimeWindow
 from strom.runtime.checkpoint.layout import resolve_relative
 from strom.runtime.checkpoint.storage import CheckpointStorage, checkpoint_storage_for
 from strom.runtime.checkpoint.task_snapshots import SharedFileUploader
-from strom.runtime.state.keyed_backend import HeapKeyedStateBackend, create_keyed_state_backend
-from strom.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend
-from strom.runtime.state.rocksdb_snapshots import (
+from strom.runtime.state.api import StateRestoreError
+from strom.runtime.state.backends import create_keyed_state_backend
+from strom.runtime.state.heap.backend import HeapKeyedStateBackend
+from strom.runtime.state.restore import restore_keyed
+from strom.runtime.state.rocksdb.backend import RocksDBKeyedStateBackend
+from strom.runtime.state.rocksdb.snapshots import (
     IncrementalKeyedStateHandle,
     materialize,
-    restore_rocksdb,
     snapshot_rocksdb,
     to_canonical,
 )
-from strom.runtime.state.snapshots import StateRestoreError, restore_keyed, serialize_keyed, snapshot_keyed
+from strom.runtime.state.snapshots import serialize_keyed, snapshot_keyed
 from strom.runtime.state.timers import InternalTimerService
 from strom.runtime.tasks.processing_time import ManualClock, ProcessingTimeService
 
@@ -413,7 +415,7 @@ def test_snapshots_restore_at_other_parallelisms_and_into_either_backend(
         if isinstance(be, HeapKeyedStateBackend):
             restore_keyed(be, ts, [to_canonical(s) if isinstance(s, IncrementalKeyedStateHandle) else s for s in snaps])
         else:
-            restore_rocksdb(be, ts, snaps)
+            restore_keyed(be, ts, snaps)
         restored.update(_read(be, ts, _mine(keys, rng)))
         timers.update(ts.event_timers())
         be.close()
@@ -426,7 +428,7 @@ def test_incremental_restore_of_the_same_key_groups_reuses_uploaded_files(tmp_pa
     (snap,), model = _take("rocksdb", 1, range(30), storage, **{"state.backend.incremental": True})
     be = make_backend("rocksdb", **{"state.backend.incremental": True})
     ts = _timers(be)
-    restore_rocksdb(be, ts, [snap])
+    restore_keyed(be, ts, [snap])
     assert _read(be, ts, sorted(model)) == model
     # nothing changed since the restore: the next checkpoint uploads no SST file again
     again = materialize(snapshot_rocksdb(be, ts, operator_uid="uid-1"), storage.uploader)
@@ -458,7 +460,7 @@ def test_restoring_a_state_as_another_kind_fails_naming_the_state(tmp_path: Path
     be = make_backend("rocksdb")
     be.get_state(ValueStateDescriptor("l"))  # 'l' was a list state
     with pytest.raises(StateRestoreError, match="'l'"):
-        restore_rocksdb(be, _timers(be), snaps)
+        restore_keyed(be, _timers(be), snaps)
     be.close()
 
 
@@ -499,7 +501,7 @@ def test_second_incremental_checkpoint_after_a_small_change_uploads_far_fewer_by
     assert 0 < second < first / 4
     # and the second checkpoint alone restores the whole, changed state
     be = make_backend("rocksdb")
-    restore_rocksdb(be, None, [handle])
+    restore_keyed(be, None, [handle])
     s = be.get_state(ValueStateDescriptor("v"))
     for i in (0, 1, 100, 3999):
         be.set_current_key(i)

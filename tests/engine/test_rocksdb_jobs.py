@@ -31,8 +31,8 @@ from strom.runtime.checkpoint.task_snapshots import restore_operators
 from strom.runtime.metrics import MetricGroup
 from strom.runtime.operators.base import OperatorContext, Output
 from strom.runtime.operators.basic import ProcessOperator
-from strom.runtime.state.keyed_backend import HeapKeyedStateBackend
-from strom.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend
+from strom.runtime.state.heap.backend import HeapKeyedStateBackend
+from strom.runtime.state.rocksdb.backend import RocksDBKeyedStateBackend
 from strom.runtime.tasks.processing_time import ManualClock, ProcessingTimeService
 
 from tests.engine import (

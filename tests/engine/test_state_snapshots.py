@@ -26,13 +26,13 @@ from strom.datastream.state import (
     ValueStateDescriptor,
 )
 from strom.datastream.windowing.windows import TimeWindow
-from strom.runtime.state.keyed_backend import HeapKeyedStateBackend, StateAccessError
+from strom.runtime.state.api import StateAccessError, StateRestoreError
+from strom.runtime.state.heap.backend import HeapKeyedStateBackend
+from strom.runtime.state.restore import restore_keyed
 from strom.runtime.state.snapshots import (
     KeyedStateSnapshot,
     SerializedKeyedState,
-    StateRestoreError,
     key_groups_of,
-    restore_keyed,
     serialize_keyed,
     snapshot_keyed,
 )

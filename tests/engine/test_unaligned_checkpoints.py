@@ -232,7 +232,7 @@ def test_channel_state_files_are_in_the_metadata_and_restore_only_at_their_paral
         encode_metadata,
     )
     from strom.runtime.checkpoint.storage import checkpoint_storage_for
-    from strom.runtime.state.snapshots import StateRestoreError
+    from strom.runtime.state.api import StateRestoreError
 
     ref = OperatorSnapshotRef(128, 2, operator_state={0: "map-0", 1: "map-1"}, channel_state={1: "map-1.channels"})
     metadata = decode_metadata(encode_metadata(CheckpointMetadata(5, "job", 0, False, {"map": ref})))

@@ -22,7 +22,7 @@ import cloudpickle
 from strom.runtime.checkpoint.layout import resolve_relative
 from strom.runtime.checkpoint.metadata import CheckpointMetadata
 from strom.runtime.checkpoint.storage import CheckpointStorage
-from strom.runtime.state.snapshots import StateRestoreError
+from strom.runtime.state.api import StateRestoreError
 
 CHANNEL_STATE_SUFFIX = ".channels"
 

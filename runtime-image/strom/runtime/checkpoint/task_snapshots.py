@@ -32,8 +32,8 @@ from strom.runtime.checkpoint.channel_state import CHANNEL_STATE_SUFFIX, Channel
 from strom.runtime.checkpoint.layout import SHARED_STATE_DIR, checkpoint_dir, resolve_relative, shared_dir
 from strom.runtime.checkpoint.metadata import CheckpointMetadata
 from strom.runtime.checkpoint.storage import CheckpointStorage
+from strom.runtime.state.api import StateRestoreError
 from strom.runtime.state.operator_snapshots import SerializedOperatorSnapshot, restore_operator, serialize_operator
-from strom.runtime.state.snapshots import StateRestoreError
 
 log = logging.getLogger(__name__)
 
@@ -224,10 +224,8 @@ def savepoint_state_file(storage: CheckpointStorage, directory: str, relative: s
     data = storage.read_bytes(resolve_relative(directory, relative))
     if not _shared_files(_peek_keyed(data)):
         return data
-    from strom.runtime.state.rocksdb_snapshots import to_canonical
-
     snapshot = read_state_file(storage, directory, relative, operator_uid)
-    canonical = replace(snapshot, keyed=to_canonical(snapshot.keyed))
+    canonical = replace(snapshot, keyed=snapshot.keyed.canonical())
     return pickle.dumps(canonical, protocol=pickle.HIGHEST_PROTOCOL)
 
 

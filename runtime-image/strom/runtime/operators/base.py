@@ -17,7 +17,8 @@ from strom.common.key_groups import KeyGroupRange, describe_key_selector
 from strom.common.time import MIN_WATERMARK
 from strom.datastream.functions import Function, RuntimeContext
 from strom.runtime.metrics import MetricGroup
-from strom.runtime.state.keyed_backend import KeyedStateBackend, StateAccessError, create_keyed_state_backend
+from strom.runtime.state.api import KeyedStateBackend, StateAccessError
+from strom.runtime.state.backends import create_keyed_state_backend
 from strom.runtime.state.operator_state import DefaultOperatorStateStore
 from strom.runtime.state.timers import InternalTimer, InternalTimerService
 

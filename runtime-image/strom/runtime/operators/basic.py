@@ -13,8 +13,7 @@ from strom.datastream.state import ValueStateDescriptor
 from strom.runtime.operators.base import StreamOperator, results_of
 from strom.runtime.operators.contexts import ProcessContext, SideOutputBuffer
 from strom.runtime.operators.watermarks import WatermarkEmitter
-from strom.runtime.state.heap_states import VOID, StateTable
-from strom.runtime.state.keyed_backend import HeapKeyedStateBackend
+from strom.runtime.state.api import VOID, InMemoryNamespaces
 
 
 def split_tagged_outputs(
@@ -188,14 +187,12 @@ class ReduceOperator(StreamOperator):
     def open(self) -> None:
         super().open()
         self._fn = self._reduce_function()
-        # the running value lives in the keyed backend, so snapshots see it per key group: the heap's
-        # table directly, any other backend (RocksDB) through a value state of the same name and kind
-        backend = self.backend
+        # the running value lives in the keyed backend, so snapshots see it per key group: in a value
+        # state; the per-record loop uses its live dict when the backend offers one (the heap)
+        self._running = self.backend.get_state(ValueStateDescriptor("_reduce"))  # type: ignore[union-attr]
         self._acc: dict[Any, Any] | None = None
-        if isinstance(backend, HeapKeyedStateBackend):
-            self._acc = backend.tables.setdefault("_reduce", StateTable("_reduce", "value")).map_for(VOID)
-        else:
-            self._running = backend.get_state(ValueStateDescriptor("_reduce"))  # type: ignore[union-attr]
+        if isinstance(self._running, InMemoryNamespaces):
+            self._acc = self._running.namespace_map(VOID)
 
     def _reduce_function(self) -> Any:
         return self.function.reduce

@@ -16,7 +16,7 @@ from typing import Any
 
 from strom.runtime.operators.basic import ProcessOperator
 from strom.runtime.operators.contexts import ProcessContext
-from strom.runtime.state.keyed_backend import StateAccessError
+from strom.runtime.state.api import StateAccessError
 from strom.runtime.state.operator_state import HeapBroadcastState, ReadOnlyView
 
 

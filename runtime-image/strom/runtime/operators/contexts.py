@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from strom.datastream.functions import TimeDomain, TimerService
-from strom.runtime.state.heap_states import VOID
+from strom.runtime.state.api import VOID
 
 
 class SideOutputBuffer:

@@ -20,7 +20,7 @@ from strom.connectors.base import SourceReaderContext
 from strom.runtime.operators.base import StreamOperator
 from strom.runtime.operators.split_watermarks import SplitWatermarkEmitter
 from strom.runtime.operators.watermarks import WatermarkEmitter
-from strom.runtime.state.snapshots import StateRestoreError
+from strom.runtime.state.api import StateRestoreError
 
 _POSITION = "reader_position"
 _SPLITS = "reader_splits"

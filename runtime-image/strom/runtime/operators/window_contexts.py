@@ -14,7 +14,7 @@ from strom.datastream.state import StateDescriptor
 from strom.datastream.windowing.assigners import WindowAssigner
 from strom.datastream.windowing.evictors import Evictor
 from strom.datastream.windowing.triggers import Trigger
-from strom.runtime.state.heap_states import VOID
+from strom.runtime.state.api import VOID
 
 _MERGING_KINDS = ("list", "reducing", "aggregating")
 

@@ -2,15 +2,17 @@
 
 It applies when the assigner is tumbling or sliding (event or processing time), the
 trigger is the assigner's default, there is no evictor and the function is an
-incremental reduce or aggregate, and the state is on the heap (it works on the heap
-backend's dicts; with RocksDB the generic path keeps every pane in the backend). Then a
+incremental reduce or aggregate, and the window-contents state offers its namespaces as
+live dicts (`api.InMemoryNamespaces`: the heap backend; with RocksDB the generic path
+keeps every pane in the backend). Then a
 record's windows follow from its timestamp by arithmetic, and the default trigger's
 decisions are known in advance: fire at max_timestamp, fire again at once for an element
 that arrives within the allowed lateness, clean up at max_timestamp + allowed_lateness.
 
-Accumulators live in the window-contents state table of the keyed backend (namespace =
+Accumulators live in the window-contents state of the keyed backend (namespace =
 TimeWindow, then key), exactly where the generic path keeps them, so state stays
-addressable by key and window for snapshots.
+addressable by key and window for snapshots; the per-record loops read and write the
+namespace's dict that the state hands out (`namespace_map`).
 
 Timers are kept per window, not per (key, window): every pane of a window would get the
 same two timers (fire at max_timestamp, clean up at max_timestamp + lateness), so one
@@ -34,7 +36,7 @@ from strom.datastream.windowing.assigners import (
 )
 from strom.datastream.windowing.triggers import EventTimeTrigger, ProcessingTimeTrigger
 from strom.datastream.windowing.windows import TimeWindow
-from strom.runtime.state.keyed_backend import HeapKeyedStateBackend
+from strom.runtime.state.api import InMemoryNamespaces
 
 _MISSING = object()
 _ALIGNED = (
@@ -51,8 +53,8 @@ class AlignedWindowAggregator:
         assigner = op.assigner
         if type(assigner) not in _ALIGNED or op.evictor is not None or op.contents_kind == "list":
             return False
-        if not isinstance(op.backend, HeapKeyedStateBackend):
-            return False  # it works on the heap's dicts; other backends take the generic path
+        if not isinstance(op.window_state, InMemoryNamespaces):
+            return False  # it works on live dicts; other backends take the generic path
 
         default = EventTimeTrigger if op.is_event_time else ProcessingTimeTrigger
         return type(op.trigger) is default
@@ -74,14 +76,14 @@ class AlignedWindowAggregator:
             self.get_result = agg.get_result
         else:
             self.reduce = op.params["reduce_function"].reduce
-        self.table = op.window_state.table
+        self.state: InMemoryNamespaces = op.window_state
         self.backend = op.backend
         # window start -> that window's {key: accumulator} map in the state table, and the window
         self.maps: dict[int, dict[Any, Any]] = {}
         self.windows: dict[int, TimeWindow] = {}
         # event time: (time, 0 = fire | 1 = clean up, window start)
         self.timers: list[tuple[int, int, int]] = []
-        for window, m in list(self.table.maps.items()):
+        for window, m in self.state.namespace_maps():
             if isinstance(window, TimeWindow) and m:
                 self.maps[window.start] = m
                 self.windows[window.start] = window
@@ -100,7 +102,7 @@ class AlignedWindowAggregator:
     def _open(self, start: int) -> dict[Any, Any]:
         """First pane of a window: its map in the state table and its timers."""
         window = TimeWindow(start, start + self.size)
-        m = self.table.map_for(window)
+        m = self.state.namespace_map(window)
         self.maps[start] = m
         self.windows[start] = window
         self._schedule(window)

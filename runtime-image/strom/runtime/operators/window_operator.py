@@ -39,8 +39,7 @@ from strom.runtime.operators.window_contexts import (
 )
 from strom.runtime.operators.window_fast_path import AlignedWindowAggregator
 from strom.runtime.operators.window_functions import PaneEvaluator, WindowFunctionRunner
-from strom.runtime.state.heap_states import VOID
-from strom.runtime.state.keyed_backend import StateAccessError
+from strom.runtime.state.api import VOID, StateAccessError
 
 WINDOW_CONTENTS = "window-contents"
 MERGING_WINDOW_SET = "merging-window-set"

@@ -21,16 +21,9 @@ from typing import Any, Protocol, runtime_checkable
 import cloudpickle
 
 from strom.datastream.functions import CheckpointedFunction
-from strom.runtime.state.keyed_backend import HeapKeyedStateBackend
+from strom.runtime.state.api import StateRestoreError
 from strom.runtime.state.operator_state import BROADCAST, DefaultOperatorStateStore, redistribute
-from strom.runtime.state.snapshots import (
-    KeyedStateSnapshot,
-    SerializedKeyedState,
-    StateRestoreError,
-    restore_keyed,
-    serialize_keyed,
-    snapshot_keyed,
-)
+from strom.runtime.state.restore import restore_keyed
 from strom.runtime.state.state_copies import frozen_copy
 
 OperatorStateParts = dict[str, tuple[str, Any]]  # name -> (mode, values or broadcast map)
@@ -79,7 +72,7 @@ class OperatorSnapshot:
     operator_uid: str
     subtask_index: int
     parallelism: int
-    keyed: Any  # KeyedStateSnapshot (heap), a RocksDB snapshot (rocksdb_snapshots), or None
+    keyed: Any  # the backend's synchronous-phase snapshot (api.KeyedSnapshotPhase), or None
     operator_state: OperatorStateParts
     extra: dict[str, Any]
 
@@ -89,7 +82,7 @@ class SerializedOperatorSnapshot:
     operator_uid: str
     subtask_index: int
     parallelism: int
-    keyed: Any  # SerializedKeyedState (canonical), IncrementalKeyedStateHandle (rocksdb_snapshots), or None
+    keyed: Any  # SerializedKeyedState (canonical), IncrementalKeyedStateHandle (rocksdb.snapshots), or None
     operator_state: bytes
     extra: bytes
 
@@ -129,12 +122,8 @@ def snapshot_operator(op: Any, *, checkpoint_id: int = 0, checkpoint_timestamp: 
     if isinstance(fn, CheckpointedFunction):
         fn.snapshot_state(FunctionSnapshotContext(checkpoint_id, checkpoint_timestamp))
     keyed: Any = None
-    if isinstance(op.backend, HeapKeyedStateBackend):
-        keyed = snapshot_keyed(op.backend, op.timer_service, operator_uid=ctx.operator_uid)
-    elif op.backend is not None:
-        from strom.runtime.state.rocksdb_snapshots import snapshot_rocksdb
-
-        keyed = snapshot_rocksdb(op.backend, op.timer_service, operator_uid=ctx.operator_uid)
+    if op.backend is not None:
+        keyed = op.backend.snapshot(op.timer_service, operator_uid=ctx.operator_uid)
     extra = op.snapshot_state() if isinstance(op, SnapshotStateHooks) else {}
     return OperatorSnapshot(
         ctx.operator_uid,
@@ -154,35 +143,10 @@ def serialize_operator(snapshot: OperatorSnapshot, uploader: Any = None) -> Seri
         snapshot.operator_uid,
         snapshot.subtask_index,
         snapshot.parallelism,
-        _serialize_keyed(snapshot.keyed, uploader),
+        None if snapshot.keyed is None else snapshot.keyed.materialize(uploader),
         cloudpickle.dumps(snapshot.operator_state, protocol=pickle.HIGHEST_PROTOCOL),
         cloudpickle.dumps(snapshot.extra, protocol=pickle.HIGHEST_PROTOCOL),
     )
-
-
-def _serialize_keyed(keyed: Any, uploader: Any) -> Any:
-    if keyed is None:
-        return None
-    if isinstance(keyed, KeyedStateSnapshot):
-        return serialize_keyed(keyed)
-    from strom.runtime.state.rocksdb_snapshots import materialize
-
-    return materialize(keyed, uploader)
-
-
-def _restore_keyed_state(op: Any, keyed: list[Any]) -> None:
-    """Into the heap: incremental RocksDB handles are read into canonical form first (a checkpoint
-    taken with rocksdb restores into hashmap). Into RocksDB: every kind of snapshot."""
-    if isinstance(op.backend, HeapKeyedStateBackend):
-        if any(not isinstance(k, KeyedStateSnapshot | SerializedKeyedState) for k in keyed):
-            from strom.runtime.state.rocksdb_snapshots import to_canonical_any
-
-            keyed = [to_canonical_any(k) for k in keyed]
-        restore_keyed(op.backend, op.timer_service, keyed)
-        return
-    from strom.runtime.state.rocksdb_snapshots import restore_rocksdb
-
-    restore_rocksdb(op.backend, op.timer_service, keyed)
 
 
 def restore_operator(op: Any, snapshots: Sequence[AnyOperatorSnapshot]) -> None:
@@ -199,7 +163,9 @@ def restore_operator(op: Any, snapshots: Sequence[AnyOperatorSnapshot]) -> None:
                 f"operator uid {uid!r}: the snapshot has keyed state but the operator is not keyed (no key_by?)"
             )
         op.backend.operator_uid = uid
-        _restore_keyed_state(op, keyed)
+        # every backend restores every kind of keyed snapshot (a checkpoint taken with rocksdb restores
+        # into hashmap and back): the one restore path
+        restore_keyed(op.backend, op.timer_service, keyed)
     op.operator_state = restore_operator_state(
         [_loaded(uid, s.operator_state) for s in snapshots],
         parallelism=ctx.parallelism,

@@ -15,8 +15,8 @@ from typing import Any
 from rocksdict import WriteBatch
 
 from strom.common.key_groups import KeyGroupRange
-from strom.runtime.state import rocksdb_keys as rk
-from strom.runtime.state.keyed_backend import StateAccessError
+from strom.runtime.state.api import StateAccessError
+from strom.runtime.state.rocksdb import keys as rk
 
 Entry = tuple[Any, Any, Any]  # (key, namespace, value)
 # writes are flushed to RocksDB in batches of this many entries

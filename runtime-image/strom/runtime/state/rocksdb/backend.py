@@ -3,7 +3,7 @@
 State lives on local disk (`state.backend.rocksdb.localdir`, default a temporary directory per
 subtask, removed on close), so it may be larger than memory. Values are serialized on every
 write and deserialized on every read, as in Flink's RocksDB backend: a value a user mutates
-after reading it is not stored until written back. The byte layout is in `rocksdb_keys`.
+after reading it is not stored until written back. The byte layout is in `rocksdb.keys`.
 
 Timers stay in the heap (`InternalTimerService`), as Flink allows with
 `state.backend.rocksdb.timer-service.factory: HEAP`; they are snapshotted with the state.
@@ -20,40 +20,29 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from rocksdict import Options, Rdict, WriteBatch, WriteOptions
+from rocksdict import Rdict, WriteBatch
 
-from strom.common.key_groups import KeyGroupAssigner, KeyGroupRange
-from strom.datastream.state import (
-    AggregatingStateDescriptor,
-    ListStateDescriptor,
-    MapStateDescriptor,
-    ReducingStateDescriptor,
-    StateDescriptor,
-    ValueStateDescriptor,
-)
-from strom.runtime.state import rocksdb_keys as rk
-from strom.runtime.state import rocksdb_states as rs
-from strom.runtime.state.keyed_backend import StateAccessError, wall_clock_ms
+from strom.common.key_groups import KeyGroupRange
+from strom.datastream.state import StateTtlConfig
+from strom.runtime.state import api
+from strom.runtime.state.abstract_backend import AbstractKeyedStateBackend
+from strom.runtime.state.api import Entry, Timer, TimerRegistry, wall_clock_ms
+from strom.runtime.state.rocksdb import canonical
+from strom.runtime.state.rocksdb import keys as rk
+from strom.runtime.state.rocksdb import snapshots as rocksdb_snapshots
+from strom.runtime.state.rocksdb import states as rs
+from strom.runtime.state.rocksdb.db import open_db
 
 DB_DIR = "db"
-
-
-def _describe(kind: str, ttl: bool) -> str:
-    return f"{kind} (TTL)" if ttl else kind
-
-
-def db_options() -> Options:
-    opts = Options(raw_mode=True)
-    opts.create_if_missing(True)
-    return opts
-
-
-def open_db(path: str) -> Rdict:
-    db = Rdict(path, db_options())
-    wo = WriteOptions()
-    wo.disable_wal = True  # checkpoints, not the WAL, recover state
-    db.set_write_options(wo)
-    return db
+# TTL cleanup runs when this many entries are owed: one iterator per batch, not per access
+CLEANUP_BATCH = 64
+_STATE_CLASSES = {
+    "value": rs.RocksDBValueState,
+    "list": rs.RocksDBListState,
+    "map": rs.RocksDBMapState,
+    "reducing": rs.RocksDBReducingState,
+    "aggregating": rs.RocksDBAggregatingState,
+}
 
 
 class RocksDBTable:
@@ -76,7 +65,9 @@ class RocksDBTable:
         """Nothing to drop: RocksDB holds no empty containers."""
 
 
-class RocksDBKeyedStateBackend:
+class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
+    tables: dict[str, RocksDBTable]
+
     def __init__(
         self,
         *,
@@ -88,16 +79,14 @@ class RocksDBKeyedStateBackend:
         local_dir: str | None = None,
         incremental: bool = False,
     ) -> None:
-        self.max_parallelism = max_parallelism
-        self.key_group_range = key_group_range
-        self.clock = clock
-        self.operator_name = operator_name
-        self.operator_uid = operator_uid
+        super().__init__(
+            max_parallelism=max_parallelism,
+            key_group_range=key_group_range,
+            clock=clock,
+            operator_name=operator_name,
+            operator_uid=operator_uid,
+        )
         self.incremental = incremental
-        self.current_key: Any = None
-        self.tables: dict[str, RocksDBTable] = {}
-        self._states: dict[str, Any] = {}
-        self.key_groups = KeyGroupAssigner(max_parallelism)
         if local_dir:
             os.makedirs(local_dir, exist_ok=True)
         self.workdir = tempfile.mkdtemp(prefix="strom-rocksdb-", dir=local_dir or None)
@@ -110,19 +99,10 @@ class RocksDBKeyedStateBackend:
         self.key_bytes = b""
         # list elements are keyed by a sequence number, so they iterate in append order
         self.next_seq = 1
-        # incremental checkpoints: local SST file name -> its uploaded copy (see rocksdb_snapshots)
+        # incremental checkpoints: local SST file name -> its uploaded copy (see rocksdb.snapshots)
         self.uploaded_sst: dict[str, str] = {}
 
     # -- the current key ----------------------------------------------------------------------------
-    def set_current_key(self, key: Any) -> None:
-        self.current_key = key
-
-    def get_current_key(self) -> Any:
-        return self.current_key
-
-    def current_key_group(self) -> int:
-        return self.key_groups.key_group(self.current_key)
-
     def refresh_key(self) -> None:
         """Encode the current key (called by states when `current_key` changed)."""
         key = self.current_key
@@ -139,54 +119,11 @@ class RocksDBKeyedStateBackend:
         return rk.seq_suffix(seq)
 
     # -- states -------------------------------------------------------------------------------------
-    def get_state(self, descriptor: StateDescriptor) -> Any:
-        """The state object for a descriptor; the same object for the same name."""
-        existing = self._states.get(descriptor.name)
-        if existing is not None:
-            if self.tables[descriptor.name].kind != descriptor.kind:
-                raise StateAccessError(
-                    f"operator {self.operator_name!r}: state {descriptor.name!r} is already registered as "
-                    f"{self.tables[descriptor.name].kind} state, not {descriptor.kind}"
-                )
-            return existing
-        state = self._create(descriptor, self._table_for(descriptor))
-        self._states[descriptor.name] = state
-        return state
+    def new_table(self, name: str, kind: str, ttl: bool) -> RocksDBTable:
+        return RocksDBTable(name, kind, ttl)
 
-    def create_namespaced_state(self, descriptor: StateDescriptor) -> Any:
-        """A separate state object for the same state, for use with its own namespace."""
-        return self._create(descriptor, self._table_for(descriptor))
-
-    def _table_for(self, descriptor: StateDescriptor) -> RocksDBTable:
-        ttl = descriptor.ttl_config is not None and descriptor.ttl_config.is_enabled()
-        table = self.tables.get(descriptor.name)
-        if table is None:
-            table = self.tables[descriptor.name] = RocksDBTable(descriptor.name, descriptor.kind, ttl)
-        elif table.kind != descriptor.kind or table.ttl != ttl:
-            raise StateAccessError(
-                f"operator uid {self.operator_uid!r} ({self.operator_name!r}): state {descriptor.name!r} holds "
-                f"{_describe(table.kind, table.ttl)} state but is declared as {_describe(descriptor.kind, ttl)} "
-                "state; a state's kind and TTL setting cannot change for the same name (use a new state name)"
-            )
-        return table
-
-    def _create(self, d: StateDescriptor, table: RocksDBTable) -> Any:
-        ttl = d.ttl_config if d.ttl_config is not None and d.ttl_config.is_enabled() else None
-        if isinstance(d, ValueStateDescriptor):
-            return rs.TtlValueState(self, table, ttl) if ttl else rs.RocksDBValueState(self, table)
-        if isinstance(d, ListStateDescriptor):
-            return rs.TtlListState(self, table, ttl) if ttl else rs.RocksDBListState(self, table)
-        if isinstance(d, MapStateDescriptor):
-            return rs.TtlMapState(self, table, ttl) if ttl else rs.RocksDBMapState(self, table)
-        if isinstance(d, ReducingStateDescriptor):
-            fn = d.reduce_function.reduce
-            return rs.TtlReducingState(self, table, ttl, fn) if ttl else rs.RocksDBReducingState(self, table, fn)
-        if isinstance(d, AggregatingStateDescriptor):
-            agg = d.agg_function
-            return (
-                rs.TtlAggregatingState(self, table, ttl, agg) if ttl else rs.RocksDBAggregatingState(self, table, agg)
-            )
-        raise StateAccessError(f"unsupported state descriptor {d!r}")
+    def state_class(self, kind: str) -> Any:
+        return _STATE_CLASSES[kind]
 
     # -- scans --------------------------------------------------------------------------------------
     def scan(self, prefix: bytes, source: Any = None) -> Iterator[tuple[bytes, bytes]]:
@@ -241,12 +178,17 @@ class RocksDBKeyedStateBackend:
 
     def entries_by_key_group(self) -> dict[int, dict[str, list[tuple[Any, Any, Any]]]]:
         """{key_group: {state name: [(key, namespace, value), ...]}} for every entry (heap-format values)."""
-        from strom.runtime.state.rocksdb_canonical import read_entries
-
         kinds = {name: t.kind for name, t in self.tables.items()}
-        return read_entries(self.db, self.key_group_range, kinds, operator_uid=self.operator_uid)
+        return canonical.read_entries(self.db, self.key_group_range, kinds, operator_uid=self.operator_uid)
 
     # -- TTL cleanup ----------------------------------------------------------------------------------
+    def ttl_cleanup_on_access(self, table: RocksDBTable, ttl: StateTtlConfig, now: int) -> None:
+        """Incremental cleanup owed by a TTL state access, run in batches: one iterator per batch."""
+        table.cleanup_pending += ttl.incremental_cleanup_size
+        if table.cleanup_pending >= CLEANUP_BATCH:
+            budget, table.cleanup_pending = table.cleanup_pending, 0
+            self.ttl_cleanup(table, budget, now, ttl.ttl_ms)
+
     def ttl_cleanup(self, table: RocksDBTable, budget: int, now: int, ttl_ms: int) -> None:
         """Look at up to `budget` entries of `table` from its cursor on and delete the expired ones.
 
@@ -286,6 +228,17 @@ class RocksDBKeyedStateBackend:
         for k in expired:
             self.db.delete(k)
 
+    # -- snapshots ------------------------------------------------------------------------------------
+    def snapshot(self, timer_service: TimerRegistry | None, *, operator_uid: str | None = None) -> Any:
+        return rocksdb_snapshots.snapshot_rocksdb(self, timer_service, operator_uid=operator_uid)
+
+    def restore_native(self, snapshot: Any, *, whole: bool) -> tuple[list[Timer], list[Timer]] | None:
+        return rocksdb_snapshots.restore_native(self, snapshot, whole=whole)
+
+    def write_key_group(self, key_group: int, entries: dict[str, list[Entry]], *, copy: bool) -> None:
+        kinds = {name: t.kind for name, t in self.tables.items()}
+        canonical.write_entries(self.db, kinds, key_group, entries, self.take_seq, operator_uid=self.operator_uid)
+
     # -- lifecycle ------------------------------------------------------------------------------------
     def reopen(self, prepare: Callable[[str], None]) -> None:
         """Close the database, let `prepare(path)` fill its directory (a restore), and open it again."""
@@ -314,3 +267,7 @@ def _key_bytes_after(data: bytes, pos: int) -> bytes:
     """The pickled user key that starts (length-prefixed) at `pos`."""
     n = _u32(data, pos)
     return data[pos + 4 : pos + 4 + n]
+
+
+# the RocksDB backend is a KeyedStateBackend (checked by mypy, no cost at run time)
+_: type[api.KeyedStateBackend] = RocksDBKeyedStateBackend

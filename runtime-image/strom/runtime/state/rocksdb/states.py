@@ -1,0 +1,260 @@
+"""RocksDB state objects: the user's view of one state for the current key and namespace.
+
+Same semantics as the heap states (`heap.states`), over serialized entries: a read returns a
+fresh object, a write stores a copy. A state object builds its RocksDB key from the backend's
+encoded current key and its own encoded name and namespace (`rocksdb.keys`). TTL states are
+the `ttl` layer over these: they store `(value, last_access_ms)` per entry (per list element,
+per map entry), as the heap does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rocksdict import WriteBatch
+
+from strom.datastream.state import (
+    AggregatingState,
+    ListState,
+    MapState,
+    ReducingState,
+    ValueState,
+)
+from strom.runtime.state.api import VOID
+from strom.runtime.state.rocksdb import keys as rk
+
+if TYPE_CHECKING:
+    from strom.runtime.state.rocksdb.backend import RocksDBKeyedStateBackend, RocksDBTable
+
+_dumps, _loads = rk.dumps, rk.loads
+
+
+class _RocksDBState:
+    __slots__ = ("backend", "table", "namespace", "_middle")
+
+    def __init__(self, backend: RocksDBKeyedStateBackend, table: RocksDBTable) -> None:
+        self.backend = backend
+        self.table = table
+        self.namespace: Any = VOID
+        self._middle = table.name_part + rk.namespace_part(VOID)
+
+    def set_current_namespace(self, namespace: Any) -> None:
+        if namespace is not self.namespace:
+            self.namespace = namespace
+            self._middle = self.table.name_part + rk.namespace_part(namespace)
+
+    # hot path: called per state access
+    def _key(self) -> bytes:
+        b = self.backend
+        if b.current_key is not b._cached_key:
+            b.refresh_key()
+        return b.kg_bytes + self._middle + b.key_bytes
+
+    def _key_in(self, namespace: Any) -> bytes:
+        b = self.backend
+        if b.current_key is not b._cached_key:
+            b.refresh_key()
+        return b.kg_bytes + self.table.name_part + rk.namespace_part(namespace) + b.key_bytes
+
+    def clear(self) -> None:
+        self.backend.db.delete(self._key())
+
+    # window merging: move the values of several namespaces into the current one
+    def _raw_pop(self, namespace: Any) -> Any:
+        k = self._key_in(namespace)
+        db = self.backend.db
+        v = db.get(k)
+        if v is None:
+            return None
+        db.delete(k)
+        return _loads(v)
+
+
+class _Multi(_RocksDBState):
+    """A state with several RocksDB entries per key (list elements, map entries)."""
+
+    __slots__ = ()
+
+    def clear(self) -> None:
+        self.backend.delete_prefix(self._key())
+
+    def _raw_entries(self, prefix: bytes) -> list[tuple[bytes, bytes]]:
+        return list(self.backend.scan(prefix))
+
+
+class RocksDBValueState(_RocksDBState, ValueState):
+    __slots__ = ()
+
+    def value(self) -> Any:
+        v = self.backend.db.get(self._key())
+        return None if v is None else _loads(v)
+
+    def update(self, value: Any) -> None:
+        if value is None:
+            self.clear()
+        else:
+            self.backend.db.put(self._key(), _dumps(value))
+
+
+class RocksDBListState(_Multi, ListState):
+    __slots__ = ()
+
+    def get(self) -> list[Any]:
+        return [_loads(v) for _, v in self.backend.scan(self._key())]
+
+    def add(self, value: Any) -> None:
+        if value is None:
+            raise ValueError(f"list state {self.table.name!r}: cannot add None")
+        self.backend.db.put(self._key() + self.backend.take_seq(), _dumps(value))
+
+    def add_all(self, values: list[Any]) -> None:
+        for v in values:
+            if v is None:
+                raise ValueError(f"list state {self.table.name!r}: cannot add None")
+        self._put_all(self._key(), values)
+
+    def _put_all(self, base: bytes, values: list[Any]) -> None:
+        if not values:
+            return
+        batch = WriteBatch(raw_mode=True)
+        take = self.backend.take_seq
+        for v in values:
+            batch.put(base + take(), _dumps(v))
+        self.backend.db.write(batch)
+
+    def update(self, values: list[Any]) -> None:
+        self.clear()
+        if values:
+            self.add_all(list(values))
+
+    def merge_namespaces(self, target: Any, sources: list[Any]) -> None:
+        merged: list[bytes] = []
+        db = self.backend.db
+        for ns in sources:
+            for k, v in self._raw_entries(self._key_in(ns)):
+                db.delete(k)
+                merged.append(v)
+        if merged:
+            base = self._key_in(target)
+            batch = WriteBatch(raw_mode=True)
+            for v in merged:
+                batch.put(base + self.backend.take_seq(), v)
+            db.write(batch)
+
+
+class RocksDBReducingState(_RocksDBState, ReducingState):
+    __slots__ = ("reduce_fn",)
+
+    def __init__(self, backend: RocksDBKeyedStateBackend, table: RocksDBTable, reduce_fn: Any) -> None:
+        super().__init__(backend, table)
+        self.reduce_fn = reduce_fn
+
+    def get(self) -> Any:
+        v = self.backend.db.get(self._key())
+        return None if v is None else _loads(v)
+
+    def add(self, value: Any) -> None:
+        k = self._key()
+        db = self.backend.db
+        cur = db.get(k)
+        db.put(k, _dumps(value if cur is None else self.reduce_fn(_loads(cur), value)))
+
+    def merge_namespaces(self, target: Any, sources: list[Any]) -> None:
+        acc = None
+        for ns in sources:
+            v = self._raw_pop(ns)
+            if v is not None:
+                acc = v if acc is None else self.reduce_fn(acc, v)
+        if acc is not None:
+            k = self._key_in(target)
+            db = self.backend.db
+            cur = db.get(k)
+            db.put(k, _dumps(acc if cur is None else self.reduce_fn(_loads(cur), acc)))
+
+
+class RocksDBAggregatingState(_RocksDBState, AggregatingState):
+    __slots__ = ("agg",)
+
+    def __init__(self, backend: RocksDBKeyedStateBackend, table: RocksDBTable, agg: Any) -> None:
+        super().__init__(backend, table)
+        self.agg = agg
+
+    def get(self) -> Any:
+        v = self.backend.db.get(self._key())
+        return None if v is None else self.agg.get_result(_loads(v))
+
+    def get_accumulator(self) -> Any:
+        v = self.backend.db.get(self._key())
+        return None if v is None else _loads(v)
+
+    def add(self, value: Any) -> None:
+        k = self._key()
+        db = self.backend.db
+        cur = db.get(k)
+        acc = self.agg.create_accumulator() if cur is None else _loads(cur)
+        db.put(k, _dumps(self.agg.add(value, acc)))
+
+    def merge_namespaces(self, target: Any, sources: list[Any]) -> None:
+        acc = None
+        found = False
+        for ns in sources:
+            k = self._key_in(ns)
+            raw = self.backend.db.get(k)
+            if raw is None:
+                continue
+            self.backend.db.delete(k)
+            v = _loads(raw)
+            acc = v if not found else self.agg.merge(acc, v)
+            found = True
+        if found:
+            k = self._key_in(target)
+            db = self.backend.db
+            cur = db.get(k)
+            db.put(k, _dumps(acc if cur is None else self.agg.merge(_loads(cur), acc)))
+
+
+class RocksDBMapState(_Multi, MapState):
+    __slots__ = ()
+
+    def get(self, key: Any) -> Any:
+        v = self.backend.db.get(self._key() + _dumps(key))
+        return None if v is None else _loads(v)
+
+    def put(self, key: Any, value: Any) -> None:
+        self.backend.db.put(self._key() + _dumps(key), _dumps(value))
+
+    def put_all(self, dict_value: dict[Any, Any]) -> None:
+        if not dict_value:
+            return
+        base = self._key()
+        batch = WriteBatch(raw_mode=True)
+        for k, v in dict_value.items():
+            batch.put(base + _dumps(k), _dumps(v))
+        self.backend.db.write(batch)
+
+    def remove(self, key: Any) -> None:
+        self.backend.db.delete(self._key() + _dumps(key))
+
+    def contains(self, key: Any) -> bool:
+        return self.backend.db.get(self._key() + _dumps(key)) is not None
+
+    def _decoded(self) -> list[tuple[Any, bytes]]:
+        base = self._key()
+        n = len(base)
+        return [(_loads(k[n:]), v) for k, v in self.backend.scan(base)]
+
+    def items(self) -> list[tuple[Any, Any]]:
+        return [(k, _loads(v)) for k, v in self._decoded()]
+
+    def keys(self) -> list[Any]:
+        base = self._key()
+        n = len(base)
+        return [_loads(k[n:]) for k, _ in self.backend.scan(base)]
+
+    def values(self) -> list[Any]:
+        return [_loads(v) for _, v in self.backend.scan(self._key())]
+
+    def is_empty(self) -> bool:
+        for _ in self.backend.scan(self._key()):
+            return False
+        return True
