@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from strom_operator.kube_api import KubeApi
+from strom_operator.clients.kube_api import KubeApi
 
 from e2e.platform import E2EConfig, Platform
 from tests.engine.s3_server import S3Server, start_s3_server, stop_s3_server, weed_binary

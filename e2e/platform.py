@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from strom_operator.kube_api import KubeApi, KubeApiError
+from strom_operator.clients.kube_api import KubeApi, KubeApiError
 
 from tests.engine.s3_server import S3Server
 from tests.operator.kubelet import ROOT, ProcessKubelet, free_port

@@ -72,9 +72,9 @@ def test_entrypoints_are_the_console_scripts_the_chart_and_operator_run():
     chart = (ROOT / "charts" / "strom-operator" / "templates" / "deployment.yaml").read_text()
     assert 'command: ["strom-operator"]' in chart
     # the engine pods the operator builds run the runtime image's command
-    from strom_operator import jobmanager, taskmanager
+    from strom_operator.resources import jobmanager_deployment, taskmanager_deployment
 
-    for module in (jobmanager, taskmanager):
+    for module in (jobmanager_deployment, taskmanager_deployment):
         assert '"command": ["strom"]' in Path(module.__file__).read_text()
 
 

@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from strom_operator.endpoints import URL_MAP_ENV
+from strom_operator.clients.jobmanager_endpoints import URL_MAP_ENV
 
 METRICS_PORT_ENV = "STROM_OPERATOR_METRICS_PORT"
 MAX_REQUEUE_ENV = "STROM_OPERATOR_MAX_REQUEUE_SECONDS"

@@ -29,18 +29,18 @@ from typing import Any
 
 import kopf
 
+from strom_operator.clients.event_recorder import EventRecorder
+from strom_operator.clients.jobmanager_client import RestJobManagerClient
+from strom_operator.clients.jobmanager_endpoints import JobManagerEndpoints
+from strom_operator.clients.kube_api import KubeApi, KubeApiError
 from strom_operator.config import OperatorConfig
-from strom_operator.crd import GROUP, PLURAL, VERSION
-from strom_operator.endpoints import JobManagerEndpoints
-from strom_operator.event_recorder import EventRecorder
-from strom_operator.jobmanager_client import RestJobManagerClient
-from strom_operator.kube_api import KubeApi, KubeApiError
-from strom_operator.metrics import OperatorMetrics
-from strom_operator.observer import Observer
-from strom_operator.owned_objects import WATCHED_LABELS, OwnedObjects, index_entry
-from strom_operator.reconciler import Reconciler, ReconcilerSettings
-from strom_operator.steps import SOON
-from strom_operator.wakeups import Wakeup
+from strom_operator.crd.definition import GROUP, PLURAL, VERSION
+from strom_operator.lifecycle.steps import SOON
+from strom_operator.observe.owned_objects import WATCHED_LABELS, OwnedObjects, index_entry
+from strom_operator.reconcile.metrics import OperatorMetrics
+from strom_operator.reconcile.observer import Observer
+from strom_operator.reconcile.reconciler import Reconciler, ReconcilerSettings
+from strom_operator.reconcile.wakeups import Wakeup
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ import sys
 import time
 from collections.abc import Sequence
 
+from strom_operator.clients.jobmanager_endpoints import URL_MAP_ENV
 from strom_operator.config import ALL_NAMESPACES, MAX_REQUEUE_ENV, METRICS_PORT_ENV, NAMESPACES_ENV
-from strom_operator.endpoints import URL_MAP_ENV
 
 STARTUP_TIMEOUT_S = 30.0  # how long the operator tries to reach the API server before it gives up
 
@@ -59,8 +59,8 @@ async def api_problem(timeout_s: float) -> str | None:
     would log each failure with its traceback and retry forever; a command run by hand should say it once."""
     import kopf
 
+    from strom_operator.clients.kube_api import KubeApi, KubeApiError
     from strom_operator.handlers import obtain_credentials
-    from strom_operator.kube_api import KubeApi, KubeApiError
 
     quiet = logging.getLogger("strom_operator.preflight")
     try:

@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from strom_operator.lifecycle import next_step
-from strom_operator.observed import ObservedJob, PodProblem, SavepointTrigger
-from strom_operator.spec import FlinkJobSpec
-from strom_operator.status import FlinkJobStatus
-from strom_operator.steps import (
+from strom_operator.crd.spec import FlinkJobSpec
+from strom_operator.crd.status import FlinkJobStatus
+from strom_operator.lifecycle.state_machine import next_step
+from strom_operator.lifecycle.steps import (
     DeleteDeployments,
     DeployJob,
     DisposeSavepoints,
@@ -25,6 +24,7 @@ from strom_operator.steps import (
     TriggerSavepoint,
     Wait,
 )
+from strom_operator.observe.observed import ObservedJob, PodProblem, SavepointTrigger
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -127,7 +127,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from strom_operator.kube_api import KubeApi, KubeApiError
+from strom_operator.clients.kube_api import KubeApi, KubeApiError
 
 from tests.netns import TestHost, TestNetwork
 from tests.operator.container_env import ContainerConfigError, PodFields, expand_references, field_value

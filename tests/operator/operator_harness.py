@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import pytest
-from strom_operator.kube_api import KubeApi, KubeApiError
+from strom_operator.clients.kube_api import KubeApi, KubeApiError
 
 from tests.engine.s3_server import S3Server, start_s3_server, stop_s3_server, weed_binary
 from tests.netns import TestNetwork, unavailable_reason

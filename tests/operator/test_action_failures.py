@@ -12,24 +12,24 @@ import uuid
 from typing import Any
 
 import pytest
-from strom_operator.action_failures import (
+from strom_operator.clients.action_failures import (
     S3CredentialsMissing,
     failure_of,
     retry_delay,
     with_failure,
     without_failure,
 )
-from strom_operator.endpoints import JobManagerEndpoints
-from strom_operator.event_recorder import EventRecorder
-from strom_operator.ha_data import BEST_EFFORT, NO_CLEANUP, REQUIRED, cleanup_policy
-from strom_operator.jobmanager_client import JobManagerUnreachable
-from strom_operator.kube_api import KubeApi, KubeApiError
-from strom_operator.observer import Observer
-from strom_operator.reconciler import Reconciler, ReconcilerSettings
-from strom_operator.savepoint_disposal import DisposalError
-from strom_operator.secret_cache import SecretCache
-from strom_operator.spec import FlinkJobSpec
-from strom_operator.status import FlinkJobStatus, Reconciliation
+from strom_operator.clients.event_recorder import EventRecorder
+from strom_operator.clients.jobmanager_client import JobManagerUnreachable
+from strom_operator.clients.jobmanager_endpoints import JobManagerEndpoints
+from strom_operator.clients.kube_api import KubeApi, KubeApiError
+from strom_operator.clients.savepoint_disposal import DisposalError
+from strom_operator.clients.secret_cache import SecretCache
+from strom_operator.crd.spec import FlinkJobSpec
+from strom_operator.crd.status import FlinkJobStatus, Reconciliation
+from strom_operator.reconcile.ha_data import BEST_EFFORT, NO_CLEANUP, REQUIRED, cleanup_policy
+from strom_operator.reconcile.observer import Observer
+from strom_operator.reconcile.reconciler import Reconciler, ReconcilerSettings
 
 from tests.operator.fakes import T0, spec_dict
 from tests.operator.operator_harness import Cluster

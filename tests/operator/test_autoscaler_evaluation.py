@@ -22,13 +22,13 @@ from typing import Any
 
 from aiohttp import web
 from strom_operator.autoscaler.configmap_store import STATE_KEY
-from strom_operator.endpoints import JobManagerEndpoints
-from strom_operator.jobmanager_client import RestJobManagerClient
-from strom_operator.metrics import OperatorMetrics
-from strom_operator.observer import Observer
-from strom_operator.reconciler import Reconciler
-from strom_operator.spec import FlinkJobSpec
-from strom_operator.status import FlinkJobStatus, JobStatus, Reconciliation
+from strom_operator.clients.jobmanager_client import RestJobManagerClient
+from strom_operator.clients.jobmanager_endpoints import JobManagerEndpoints
+from strom_operator.crd.spec import FlinkJobSpec
+from strom_operator.crd.status import FlinkJobStatus, JobStatus, Reconciliation
+from strom_operator.reconcile.metrics import OperatorMetrics
+from strom_operator.reconcile.observer import Observer
+from strom_operator.reconcile.reconciler import Reconciler
 
 from tests.operator.operator_harness import Cluster
 

@@ -22,12 +22,12 @@ from strom_operator.autoscaler.prometheus import record_decision
 from strom_operator.autoscaler.settings import AutoscalerSettings
 from strom_operator.autoscaler.state import AutoscalerState, PendingScaleDown
 from strom_operator.autoscaler.topology import VertexId
-from strom_operator.crd import openapi_schema
-from strom_operator.labels import FlinkJobRef
-from strom_operator.schema_status import STATUS
-from strom_operator.spec import FlinkJobSpec, needs_upgrade
-from strom_operator.status import FlinkJobStatus, Scaling
-from strom_operator.validation import validate_flinkjob_spec
+from strom_operator.crd.definition import openapi_schema
+from strom_operator.crd.schema_status import STATUS
+from strom_operator.crd.spec import FlinkJobSpec, needs_upgrade
+from strom_operator.crd.status import FlinkJobStatus, Scaling
+from strom_operator.lifecycle.validation import validate_flinkjob_spec
+from strom_operator.resources.labels import FlinkJobRef
 
 from tests.operator.autoscaler_helpers import metrics, sample
 

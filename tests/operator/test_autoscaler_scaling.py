@@ -13,8 +13,9 @@ from datetime import UTC, datetime
 import pytest
 from strom_operator.autoscaler import decisions as d
 from strom_operator.autoscaler.configmap_store import state_from_configmap_data, state_to_configmap_data
-from strom_operator.autoscaler.scaling import autoscale, parallelism_overrides_value, task_managers_needed
+from strom_operator.autoscaler.scaling import autoscale, task_managers_needed
 from strom_operator.autoscaler.state import AutoscalerState
+from strom_operator.resources.configmap import parallelism_overrides_value
 
 from tests.operator.autoscaler_helpers import metrics, sample, settings, topology, vertex
 

@@ -13,8 +13,8 @@ import yaml
 from strom_operator.batch.batch_validation import validate_batch_spec
 from strom_operator.batch.driver import build_driver_pod, build_driver_service, driver_objects
 from strom_operator.batch.spark_conf import driver_pod_memory_mib, engine_configuration, memory_mib
-from strom_operator.labels import FlinkJobRef
-from strom_operator.spec import FlinkJobSpec
+from strom_operator.crd.spec import FlinkJobSpec
+from strom_operator.resources.labels import FlinkJobRef
 
 REF = FlinkJobRef("count", "jobs", "uid-1")
 
@@ -183,7 +183,7 @@ def test_a_full_batch_spec_is_valid():
 
 def test_example_batch_manifest_validates_against_the_crd_and_the_batch_rules():
     import jsonschema
-    from strom_operator.crd import openapi_schema
+    from strom_operator.crd.definition import openapi_schema
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     with open(os.path.join(root, "examples", "k8s", "flinkjob-batch.yaml"), encoding="utf-8") as f:

@@ -13,9 +13,9 @@ from strom_operator.batch.batch_lifecycle import next_batch_step, retry_delay_s
 from strom_operator.batch.batch_status import BatchStatus
 from strom_operator.batch.batch_steps import CleanupExecutors, CreateDriver, DeleteDriver
 from strom_operator.batch.observed_driver import ObservedBatch, ObservedDriver, observe_driver
-from strom_operator.spec import FlinkJobSpec
-from strom_operator.status import FlinkJobStatus
-from strom_operator.steps import Wait, WriteStatus
+from strom_operator.crd.spec import FlinkJobSpec
+from strom_operator.crd.status import FlinkJobStatus
+from strom_operator.lifecycle.steps import Wait, WriteStatus
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 NO_POD = ObservedBatch(None)

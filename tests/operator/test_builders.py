@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from strom_operator.builders import build_job_objects, scaling_of
-from strom_operator.configmap import build_configmap
-from strom_operator.jobmanager import build_jobmanager_deployment, build_jobmanager_service
-from strom_operator.labels import FlinkJobRef
-from strom_operator.taskmanager import build_taskmanager_deployment, taskmanager_replicas
+from strom_operator.resources.builders import build_job_objects, scaling_of
+from strom_operator.resources.configmap import build_configmap
+from strom_operator.resources.jobmanager_deployment import build_jobmanager_deployment, build_jobmanager_service
+from strom_operator.resources.labels import FlinkJobRef
+from strom_operator.resources.taskmanager_deployment import build_taskmanager_deployment, taskmanager_replicas
 
 from tests.operator.fakes import make_spec
 

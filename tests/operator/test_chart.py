@@ -6,7 +6,7 @@ import os
 
 import pytest
 import yaml
-from strom_operator.crd import CHART_CRD_FILE, CRD_FILE
+from strom_operator.crd.definition import CHART_CRD_FILE, CRD_FILE
 
 from tests.operator.chart_rendering import CHART, ROOT, helm_sdk
 from tests.operator.chart_rendering import render as _render
@@ -82,9 +82,9 @@ def _selects(selector: dict, labels: dict[str, str]) -> bool:
 
 
 def _flinkjob_deployments() -> list[dict]:
-    from strom_operator.jobmanager import build_jobmanager_deployment
-    from strom_operator.labels import FlinkJobRef
-    from strom_operator.taskmanager import build_taskmanager_deployment
+    from strom_operator.resources.jobmanager_deployment import build_jobmanager_deployment
+    from strom_operator.resources.labels import FlinkJobRef
+    from strom_operator.resources.taskmanager_deployment import build_taskmanager_deployment
 
     from tests.operator.fakes import make_spec
 

@@ -10,12 +10,13 @@ import yaml
 from strom.common.configuration import Configuration
 from strom.runtime.network.cluster_secret import resolve_cluster_secret
 from strom_operator.batch.driver import build_executor_pod_template, driver_objects
-from strom_operator.builders import build_job_objects
-from strom_operator.cluster_secret import build_cluster_secret, cluster_secret_name, ensure_cluster_secret
-from strom_operator.jobmanager import build_jobmanager_deployment
-from strom_operator.labels import FlinkJobRef
-from strom_operator.spec import FlinkJobSpec
-from strom_operator.taskmanager import build_taskmanager_deployment
+from strom_operator.crd.spec import FlinkJobSpec
+from strom_operator.reconcile.owned_secrets import ensure_cluster_secret
+from strom_operator.resources.builders import build_job_objects
+from strom_operator.resources.cluster_secret import build_cluster_secret, cluster_secret_name
+from strom_operator.resources.jobmanager_deployment import build_jobmanager_deployment
+from strom_operator.resources.labels import FlinkJobRef
+from strom_operator.resources.taskmanager_deployment import build_taskmanager_deployment
 
 from tests.operator.fakes import make_spec, spec_dict
 from tests.operator.operator_harness import Cluster

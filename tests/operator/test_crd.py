@@ -7,10 +7,10 @@ import os
 import jsonschema
 import pytest
 import yaml
-from strom_operator.crd import CHART_CRD_FILE, CRD_FILE, build_crd, openapi_schema, render_crd_yaml
-from strom_operator.schema_spec import SPEC
-from strom_operator.schema_types import apply_defaults, missing_descriptions
-from strom_operator.spec import FlinkJobSpec
+from strom_operator.crd.definition import CHART_CRD_FILE, CRD_FILE, build_crd, openapi_schema, render_crd_yaml
+from strom_operator.crd.schema_spec import SPEC
+from strom_operator.crd.schema_types import apply_defaults, missing_descriptions
+from strom_operator.crd.spec import FlinkJobSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "examples", "k8s", "flinkjob-wordcount.yaml")
@@ -33,7 +33,7 @@ def _example() -> dict:
 
 @pytest.mark.parametrize("rel", [CRD_FILE, CHART_CRD_FILE])
 def test_committed_crd_equals_the_generated_one(rel):
-    assert _read(rel) == render_crd_yaml(), f"run `python -m strom_operator.crd` to regenerate {rel}"
+    assert _read(rel) == render_crd_yaml(), f"run `python -m strom_operator.crd.definition` to regenerate {rel}"
 
 
 def test_crd_names_and_subresources():

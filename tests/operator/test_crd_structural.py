@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 import yaml
-from strom_operator.crd import CRD_FILE, build_crd
-from strom_operator.schema_structural import crd_errors, prune
+from strom_operator.crd.definition import CRD_FILE, build_crd
+from strom_operator.crd.schema_structural import crd_errors, prune
 
 from tests.operator.test_crd import _read
 

@@ -16,8 +16,8 @@ from typing import Any
 import kopf
 import kubernetes.config.kube_config
 import pytest
+from strom_operator.clients.kube_api import KubeApi, KubeApiError
 from strom_operator.handlers import obtain_credentials, relogin_with
-from strom_operator.kube_api import KubeApi, KubeApiError
 
 from tests.operator.token_server import TokenServer, describe, exec_kubeconfig, minted_tokens
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from strom_operator.deletion import next_deletion_step
-from strom_operator.steps import FinishDeletion, StopWithSavepoint, WriteStatus
+from strom_operator.lifecycle.deletion import next_deletion_step
+from strom_operator.lifecycle.steps import FinishDeletion, StopWithSavepoint, WriteStatus
 
 from tests.operator.fakes import deploy_stable, later, make_spec
 

@@ -7,12 +7,12 @@ TaskManager Deployment selects by (the selector must select exactly the pods the
 
 from __future__ import annotations
 
-from strom_operator.derived_status import with_derived_fields
-from strom_operator.labels import FlinkJobRef
-from strom_operator.lifecycle import next_step
-from strom_operator.observed import ObservedJob
-from strom_operator.status import FlinkJobStatus
-from strom_operator.taskmanager import build_taskmanager_deployment
+from strom_operator.crd.status import FlinkJobStatus
+from strom_operator.lifecycle.state_machine import next_step
+from strom_operator.observe.derived_status import with_derived_fields
+from strom_operator.observe.observed import ObservedJob
+from strom_operator.resources.labels import FlinkJobRef
+from strom_operator.resources.taskmanager_deployment import build_taskmanager_deployment
 
 from tests.operator.fakes import T0, deploy_stable, make_spec
 
@@ -74,7 +74,7 @@ def test_a_first_deployment_has_ready_false_from_its_first_status_write():
 
 
 def test_the_derived_ready_follows_progressing_and_yields_to_the_lifecycles_and_to_failures():
-    from strom_operator.action_failures import ActionFailure, with_failure, without_failure
+    from strom_operator.clients.action_failures import ActionFailure, with_failure, without_failure
 
     first = with_derived_fields(FlinkJobStatus(lifecycle_state="DEPLOYED").with_condition(
         "Progressing", "True", "Deployed", "waiting for the job to reach RUNNING", T0), REF, batch=False, now=T0)

@@ -6,8 +6,8 @@ import asyncio
 from datetime import datetime, timedelta
 from typing import Any
 
-from strom_operator.event_recorder import EventRecorder
-from strom_operator.kube_api import KubeApiError
+from strom_operator.clients.event_recorder import EventRecorder
+from strom_operator.clients.kube_api import KubeApiError
 
 from tests.operator.fakes import T0
 

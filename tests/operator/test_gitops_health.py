@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 import yaml
-from strom_operator.kstatus_conditions import kstatus_conditions
-from strom_operator.schema_status import CONDITION_TYPES, LIFECYCLE_STATES
+from strom_operator.crd.schema_status import CONDITION_TYPES, LIFECYCLE_STATES
+from strom_operator.observe.kstatus_conditions import kstatus_conditions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LUA_FILE = os.path.join(ROOT, "charts", "strom-operator", "health", "flinkjob.lua")
@@ -332,9 +332,9 @@ DERIVED_READY: dict[str, tuple[str, str]] = {
 
 def as_written(name: str) -> dict[str, Any]:
     """The fixture's object with its status passed through what the reconciler does before each write."""
-    from strom_operator.derived_status import with_derived_fields
-    from strom_operator.labels import FlinkJobRef
-    from strom_operator.status import FlinkJobStatus
+    from strom_operator.crd.status import FlinkJobStatus
+    from strom_operator.observe.derived_status import with_derived_fields
+    from strom_operator.resources.labels import FlinkJobRef
 
     from tests.operator.fakes import T0
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from strom_operator.ha_data import ha_data_uri, newer_checkpoint, read_checkpoint_pointers
-from strom_operator.labels import FlinkJobRef
-from strom_operator.savepoint_disposal import S3Access, remove_directory
+from strom_operator.clients.savepoint_disposal import S3Access, remove_directory
+from strom_operator.reconcile.ha_data import ha_data_uri, newer_checkpoint, read_checkpoint_pointers
+from strom_operator.resources.labels import FlinkJobRef
 
 from tests.engine.s3_server import S3Server
 from tests.operator.fakes import make_spec

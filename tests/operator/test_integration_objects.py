@@ -10,8 +10,8 @@ import urllib.request
 from typing import Any
 
 import pytest
-from strom_operator.kube_api import KubeApiError
-from strom_operator.labels import MANAGED_BY
+from strom_operator.clients.kube_api import KubeApiError
+from strom_operator.resources.labels import MANAGED_BY
 
 from tests.operator.operator_harness import Cluster, RunningOperator, wait_until
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from strom_operator.jobmanager_tls import client_context
+from strom_operator.clients.jobmanager_tls import client_context
 
 from tests.engine.s3_server import S3Server
 from tests.operator.operator_harness import Cluster, RunningOperator, wait_until

@@ -7,15 +7,15 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from strom_operator.endpoints import JobManagerEndpoints
-from strom_operator.jobmanager_client import JobManagerUnreachable
-from strom_operator.jobmanager_readiness import STARTUP_GRACE_S, jobmanager_endpoint, with_jobmanager_condition
-from strom_operator.labels import FlinkJobRef
-from strom_operator.lifecycle import next_step
-from strom_operator.observed import JobManagerEndpoint
-from strom_operator.observer import Observer
-from strom_operator.reconciler import Reconciler
-from strom_operator.status import FlinkJobStatus, format_time
+from strom_operator.clients.jobmanager_client import JobManagerUnreachable
+from strom_operator.clients.jobmanager_endpoints import JobManagerEndpoints
+from strom_operator.crd.status import FlinkJobStatus, format_time
+from strom_operator.lifecycle.state_machine import next_step
+from strom_operator.observe.jobmanager_readiness import STARTUP_GRACE_S, jobmanager_endpoint, with_jobmanager_condition
+from strom_operator.observe.observed import JobManagerEndpoint
+from strom_operator.reconcile.observer import Observer
+from strom_operator.reconcile.reconciler import Reconciler
+from strom_operator.resources.labels import FlinkJobRef
 
 from tests.operator.fakes import T0, deploy_stable, later
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from strom_operator.lifecycle import next_step
-from strom_operator.observed import ObservedJob, PodProblem
-from strom_operator.status import FlinkJobStatus
-from strom_operator.steps import DeployJob, MarkDegraded, StopWithSavepoint, Wait, WriteStatus
+from strom_operator.crd.status import FlinkJobStatus
+from strom_operator.lifecycle.state_machine import next_step
+from strom_operator.lifecycle.steps import DeployJob, MarkDegraded, StopWithSavepoint, Wait, WriteStatus
+from strom_operator.observe.observed import ObservedJob, PodProblem
 
 from tests.operator.fakes import T0, FakeCluster, deploy_stable, drive, later, make_spec
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from strom_operator.jobmanager import build_jobmanager_deployment
-from strom_operator.labels import FlinkJobRef
-from strom_operator.taskmanager import build_taskmanager_deployment
+from strom_operator.resources.jobmanager_deployment import build_jobmanager_deployment
+from strom_operator.resources.labels import FlinkJobRef
+from strom_operator.resources.taskmanager_deployment import build_taskmanager_deployment
 
 from tests.operator.fakes import make_spec
 

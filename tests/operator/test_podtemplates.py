@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from strom_operator.podtemplates import merge_pod_templates, strategic_merge
+from strom_operator.resources.podtemplates import merge_pod_templates, strategic_merge
 
 BASE = {
     "metadata": {"labels": {"a": "1"}},

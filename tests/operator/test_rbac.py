@@ -43,16 +43,16 @@ NAMESPACED: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("rbac.authorization.k8s.io", "rolebindings", ("create", "patch"), "kube.apply of batch/driver.py's RoleBinding"),
     ("", "events", ("create",), "kopf.event via handlers._post_event, and kopf's own warnings"),
     ("", "events", ("patch",), "event_recorder.py: a repeated Event's count and lastTimestamp"),
-    ("", "secrets", ("create",), "cluster_secret.ensure_cluster_secret (reconciler DeployJob): create, 409 = there"),
-    ("", "secrets", ("create",), "tls_secret.ensure_tls_secret: the generated <name>-tls, created once"),
+    ("", "secrets", ("create",), "owned_secrets.ensure_cluster_secret (reconciler DeployJob): create, 409 = there"),
+    ("", "secrets", ("create",), "owned_secrets.ensure_tls_secret: the generated <name>-tls, created once"),
     ("networking.k8s.io", "networkpolicies", ("create", "patch"),
      "kube.apply of network_policy.build_network_policy (build_job_objects, reconciler DeployJob)"),
 )
 SECRETS = ("", "secrets", ("get",), "reconciler._s3_access / secret_cache.py: spec.s3.credentialsSecret; "
-           "jobmanager_tls.follow_deployed_tls and tls_secret.ensure_tls_secret read <name>-tls")
+           "jobmanager_tls.follow_deployed_tls and owned_secrets.ensure_tls_secret read <name>-tls")
 # Only with certManager.enabled: spec.security.tls.issuerRef makes the operator apply a Certificate.
 CERT_MANAGER = ("cert-manager.io", "certificates", ("create", "patch"),
-                "kube.apply of tls_secret.build_certificate (tls_secret.ensure_tls_secret)")
+                "kube.apply of tls_secret.build_certificate (owned_secrets.ensure_tls_secret)")
 # Cluster-wide, kopf watches CRDs (kopf's resource_observer); namespaces it never lists when it watches
 # all of them. Namespaced, nothing cluster-scoped: kopf's scanning is off (main.py) and finds 403 nowhere.
 CLUSTER_ONLY = (("apiextensions.k8s.io", "customresourcedefinitions", ("list", "watch"),

@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import yaml
-from strom_operator.builders import build_job_objects
-from strom_operator.configmap import CONFIG_FILE
-from strom_operator.labels import FlinkJobRef
-from strom_operator.rescaling import autoscaler_blocked, begin_rescale
-from strom_operator.status import FlinkJobStatus, Scaling
-from strom_operator.upgrades import Situation
+from strom_operator.crd.status import FlinkJobStatus, Scaling
+from strom_operator.lifecycle.rescaling import autoscaler_blocked, begin_rescale
+from strom_operator.lifecycle.upgrades import Situation
+from strom_operator.resources.builders import build_job_objects
+from strom_operator.resources.configmap import CONFIG_FILE
+from strom_operator.resources.labels import FlinkJobRef
 
 from tests.operator.fakes import deploy_stable, drive, later, make_spec
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from strom_operator.savepoint_history import format_age, prune_savepoint_history, trigger_id
-from strom_operator.status import Savepoint
+from strom_operator.crd.status import Savepoint
+from strom_operator.lifecycle.savepoint_history import format_age, prune_savepoint_history, trigger_id
 
 from tests.operator.fakes import T0
 

@@ -11,13 +11,13 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-from strom_operator.deletion import next_deletion_step
-from strom_operator.lifecycle import next_step
-from strom_operator.observed import ObservedJob, SavepointTrigger
-from strom_operator.savepoint_history import with_pending
-from strom_operator.savepoint_outcome import FailureKind, SavepointProgress, savepoint_outcome
-from strom_operator.status import PendingSavepoint
-from strom_operator.steps import FinishDeletion, StopWithSavepoint, TriggerSavepoint, Wait, WriteStatus
+from strom_operator.crd.status import PendingSavepoint
+from strom_operator.lifecycle.deletion import next_deletion_step
+from strom_operator.lifecycle.savepoint_history import with_pending
+from strom_operator.lifecycle.savepoint_outcome import FailureKind, SavepointProgress, savepoint_outcome
+from strom_operator.lifecycle.state_machine import next_step
+from strom_operator.lifecycle.steps import FinishDeletion, StopWithSavepoint, TriggerSavepoint, Wait, WriteStatus
+from strom_operator.observe.observed import ObservedJob, SavepointTrigger
 
 from tests.operator.fakes import T0, deploy_stable, drive, make_spec
 

@@ -12,15 +12,15 @@ from typing import Any
 import pytest
 import yaml
 from strom_operator.batch.driver import build_executor_pod_template, driver_objects
-from strom_operator.builders import build_job_objects
-from strom_operator.configmap import build_configmap
-from strom_operator.jobmanager import build_jobmanager_deployment
-from strom_operator.labels import FlinkJobRef
-from strom_operator.network_policy import OperatorPods, build_network_policy
-from strom_operator.spec import FlinkJobSpec, IssuerRef
-from strom_operator.taskmanager import build_taskmanager_deployment
-from strom_operator.tls_secret import build_certificate
-from strom_operator.validation import validate_flinkjob_spec
+from strom_operator.crd.spec import FlinkJobSpec, IssuerRef
+from strom_operator.lifecycle.validation import validate_flinkjob_spec
+from strom_operator.resources.builders import build_job_objects
+from strom_operator.resources.configmap import build_configmap
+from strom_operator.resources.jobmanager_deployment import build_jobmanager_deployment
+from strom_operator.resources.labels import FlinkJobRef
+from strom_operator.resources.network_policy import OperatorPods, build_network_policy
+from strom_operator.resources.taskmanager_deployment import build_taskmanager_deployment
+from strom_operator.resources.tls_secret import build_certificate
 
 from tests.operator.fakes import make_spec
 

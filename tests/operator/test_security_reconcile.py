@@ -9,16 +9,17 @@ import uuid
 from typing import Any
 
 import pytest
-from strom_operator.endpoints import JobManagerEndpoints
-from strom_operator.event_recorder import EventRecorder
-from strom_operator.jobmanager_client import JobManagerUnreachable
-from strom_operator.kube_api import KubeApi, KubeApiError
-from strom_operator.labels import FlinkJobRef
-from strom_operator.observer import Observer
-from strom_operator.reconciler import Reconciler, ReconcilerSettings
-from strom_operator.secret_cache import SecretCache
-from strom_operator.spec import FlinkJobSpec
-from strom_operator.tls_secret import ensure_tls_secret, generated_tls_secret
+from strom_operator.clients.event_recorder import EventRecorder
+from strom_operator.clients.jobmanager_client import JobManagerUnreachable
+from strom_operator.clients.jobmanager_endpoints import JobManagerEndpoints
+from strom_operator.clients.kube_api import KubeApi, KubeApiError
+from strom_operator.clients.secret_cache import SecretCache
+from strom_operator.crd.spec import FlinkJobSpec
+from strom_operator.reconcile.observer import Observer
+from strom_operator.reconcile.owned_secrets import ensure_tls_secret
+from strom_operator.reconcile.reconciler import Reconciler, ReconcilerSettings
+from strom_operator.resources.labels import FlinkJobRef
+from strom_operator.resources.tls_secret import generated_tls_secret
 
 from tests.operator.fakes import spec_dict
 from tests.operator.operator_harness import Cluster

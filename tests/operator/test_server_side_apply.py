@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from strom_operator.kube_api import KubeApi
+from strom_operator.clients.kube_api import KubeApi
 
 from tests.operator.operator_harness import Cluster
 

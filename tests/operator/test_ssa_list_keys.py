@@ -17,8 +17,8 @@ import yaml
 from strom_operator.autoscaler.configmap_store import build_autoscaler_configmap
 from strom_operator.autoscaler.state import AutoscalerState
 from strom_operator.batch.driver import EXECUTOR_TEMPLATE_FILE, build_spark_configmap, driver_objects
-from strom_operator.builders import build_job_objects
-from strom_operator.labels import FlinkJobRef
+from strom_operator.resources.builders import build_job_objects
+from strom_operator.resources.labels import FlinkJobRef
 
 from tests.operator.chart_rendering import render
 from tests.operator.fakes import make_spec

@@ -12,11 +12,11 @@ from typing import Any
 from strom_operator.batch.batch_lifecycle import next_batch_step
 from strom_operator.batch.batch_steps import CreateDriver
 from strom_operator.batch.observed_driver import ObservedBatch
-from strom_operator.lifecycle import next_step
-from strom_operator.observed import ObservedJob
-from strom_operator.reconciler import Reconciler
-from strom_operator.spec import FlinkJobSpec
-from strom_operator.status import FlinkJobStatus
+from strom_operator.crd.spec import FlinkJobSpec
+from strom_operator.crd.status import FlinkJobStatus
+from strom_operator.lifecycle.state_machine import next_step
+from strom_operator.observe.observed import ObservedJob
+from strom_operator.reconcile.reconciler import Reconciler
 
 from tests.operator.fakes import T0, make_spec
 

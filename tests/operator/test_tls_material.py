@@ -17,14 +17,14 @@ from aiohttp import web
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID
-from strom_operator.action_failures import TlsSecretPending
-from strom_operator.endpoints import JobManagerEndpoints
-from strom_operator.jobmanager import build_jobmanager_deployment
-from strom_operator.jobmanager_client import JobManagerUnreachable, RestJobManagerClient
-from strom_operator.jobmanager_tls import client_context, deployed_with_tls, follow_deployed_tls, tls_possible
-from strom_operator.labels import FlinkJobRef
-from strom_operator.owned_objects import index_entry
-from strom_operator.tls_secret import generated_tls_secret
+from strom_operator.clients.action_failures import TlsSecretPending
+from strom_operator.clients.jobmanager_client import JobManagerUnreachable, RestJobManagerClient
+from strom_operator.clients.jobmanager_endpoints import JobManagerEndpoints
+from strom_operator.clients.jobmanager_tls import client_context, deployed_with_tls, follow_deployed_tls, tls_possible
+from strom_operator.observe.owned_objects import index_entry
+from strom_operator.resources.jobmanager_deployment import build_jobmanager_deployment
+from strom_operator.resources.labels import FlinkJobRef
+from strom_operator.resources.tls_secret import generated_tls_secret
 
 from tests.operator.fakes import make_spec
 
@@ -222,7 +222,7 @@ def test_the_engine_reads_the_operators_configuration_and_material(secret, tmp_p
     complete mutual handshakes with each other (internal) and with the operator's client (REST)."""
     from strom.common.configuration import Configuration
     from strom.common.tls import internal_tls, rest_client_tls, rest_server_tls
-    from strom_operator.configmap import engine_configuration
+    from strom_operator.resources.configmap import engine_configuration
 
     for name, data in _files(secret).items():
         (tmp_path / name).write_bytes(data)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from strom_operator.validation import validate_flinkjob_spec, validate_spec_change
+from strom_operator.lifecycle.validation import validate_flinkjob_spec, validate_spec_change
 
 from tests.operator.fakes import make_spec
 

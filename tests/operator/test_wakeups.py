@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from strom_operator.wakeups import Wakeup, is_news
+from strom_operator.reconcile.wakeups import Wakeup, is_news
 
 
 class Flag:

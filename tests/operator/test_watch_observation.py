@@ -24,14 +24,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from strom_operator.action_failures import retry_delay
-from strom_operator.endpoints import JobManagerEndpoints
-from strom_operator.jobmanager_client import JobSummary
-from strom_operator.kube_api import KubeApi
-from strom_operator.labels import FlinkJobRef
-from strom_operator.observer import Observer
-from strom_operator.owned_objects import OwnedObjects, index_entry
-from strom_operator.reconciler import Reconciler
+from strom_operator.clients.action_failures import retry_delay
+from strom_operator.clients.jobmanager_client import JobSummary
+from strom_operator.clients.jobmanager_endpoints import JobManagerEndpoints
+from strom_operator.clients.kube_api import KubeApi
+from strom_operator.observe.owned_objects import OwnedObjects, index_entry
+from strom_operator.reconcile.observer import Observer
+from strom_operator.reconcile.reconciler import Reconciler
+from strom_operator.resources.labels import FlinkJobRef
 
 from tests.operator.fakes import spec_dict
 from tests.operator.k8s_emulator import EmulatedCluster, Served, StromKubernetesEmulator

@@ -13,6 +13,6 @@ handler's; everything here is pure):
 4. write configmap_store.build_autoscaler_configmap(ref, state); put decision.to_dict() in
    status.scaling.autoscaler; emit decision.event_message(); prometheus.record_decision(registry, ...).
 5. if decision.rescales: redeploy through a savepoint with the engine option
-   scaling.PARALLELISM_OVERRIDES_KEY = scaling.parallelism_overrides_value(state.overrides) and
+   resources.configmap.PARALLELISM_OVERRIDES_KEY = parallelism_overrides_value(state.overrides) and
    decision.task_managers TaskManagers.
 """

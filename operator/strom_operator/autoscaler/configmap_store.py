@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from strom_operator.autoscaler.state import AutoscalerState
-from strom_operator.labels import FlinkJobRef, object_meta
+from strom_operator.resources.labels import FlinkJobRef, object_meta
 
 STATE_KEY = "state.json"
 # Below the API server's 1 MiB object limit, leaving room for metadata.

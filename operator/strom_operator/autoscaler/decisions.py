@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from strom_operator.status import format_time, parse_time
+from strom_operator.crd.status import format_time, parse_time
 
 # Reasons, in the order an evaluation can stop at them (schema_status.AUTOSCALER_REASONS).
 DISABLED = "Disabled"

@@ -27,22 +27,15 @@ from strom_operator.autoscaler.settings import AutoscalerSettings
 from strom_operator.autoscaler.state import AutoscalerState, PendingScaleDown
 from strom_operator.autoscaler.topology import JobTopology, VertexId
 from strom_operator.autoscaler.vertex_scaler import DEAD_BAND, SCALE_DOWN, VertexRecommendation, recommend
-from strom_operator.status import format_time
+from strom_operator.crd.status import format_time
 
 HOUR_S = 3600.0
-PARALLELISM_OVERRIDES_KEY = "pipeline.jobvertex-parallelism-overrides"
 
 
 def task_managers_needed(parallelism: Mapping[str, int], slots_per_task_manager: int) -> int:
     """With slot sharing a job needs as many slots as its highest vertex parallelism."""
     slots = max(parallelism.values(), default=1)
     return max(1, math.ceil(slots / slots_per_task_manager))
-
-
-def parallelism_overrides_value(overrides: Mapping[str, int]) -> str:
-    """The engine's `pipeline.jobvertex-parallelism-overrides` value (Flink's map syntax), sorted so
-    that the configuration, and the hash that restarts pods, is stable."""
-    return ",".join(f"{vid}:{p}" for vid, p in sorted(overrides.items()))
 
 
 def _utc(seconds: float) -> datetime:

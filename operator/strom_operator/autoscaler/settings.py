@@ -12,7 +12,7 @@ from typing import Any
 
 from strom.common.config_options import parse_duration_ms
 
-from strom_operator.spec import AutoscalerSpec, FlinkJobSpec
+from strom_operator.crd.spec import AutoscalerSpec, FlinkJobSpec
 
 MODES = ("scale", "advise")
 PATH = "spec.autoscaler"

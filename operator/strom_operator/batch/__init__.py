@@ -6,9 +6,16 @@ headless Service that gives the driver a routable name, a ConfigMap with the eng
 configuration and the executor pod template, and, unless `spec.serviceAccount` names one, a
 ServiceAccount allowed to manage executor pods. The status follows the driver pod.
 
-Modules: spark_spec (the typed `spec.spark` and `spec.restartPolicy`, and their schema),
-batch_validation, names (names and labels), spark_conf (Spark's configuration), driver (pure
-builders; executor pods run the runtime image's `strom spark-executor`), observed_driver (what was
-seen of the pods), batch_status (status.batch), batch_lifecycle (the pure state machine),
-batch_reconciler (performs its steps through kube_api).
+The same phases as the streaming operator, in one package (the typed `spec.spark` is crd/spark_spec.py):
+  batch_validation.py   `validate_batch_spec(spec) -> str | None`, first error wins
+  names.py              names and labels of the driver pods, Service, ConfigMap, RBAC, executors
+  spark_conf.py         the driver's configuration: engine keys and Spark's, from the spec
+  driver.py             pure builders: RBAC, ConfigMap, driver Service and pod, the executor pod template
+                        (executor pods run the runtime image's `strom spark-executor`)
+  observed_driver.py    what was seen of the driver pods
+  batch_status.py       status.batch
+  batch_steps.py        the steps batch_lifecycle asks for
+  batch_lifecycle.py    the pure state machine: `next_batch_step(spec, status, observed, now=...)`
+  batch_reconciler.py   performs its steps through clients/kube_api.py
+All but batch_reconciler.py are pure.
 """

@@ -37,12 +37,11 @@ from strom_operator.batch.batch_steps import BatchStep, CleanupExecutors, Create
 from strom_operator.batch.batch_validation import validate_batch_change, validate_batch_spec
 from strom_operator.batch.names import driver_pod_name
 from strom_operator.batch.observed_driver import ObservedBatch
-from strom_operator.labels import FlinkJobRef
-from strom_operator.operator_options import OperatorOptions
-from strom_operator.spec import FlinkJobSpec
-from strom_operator.status import FlinkJobStatus, JobStatus, Reconciliation, format_time
-from strom_operator.steps import IDLE, SOON, Wait, WriteStatus
-from strom_operator.validation import duration_seconds
+from strom_operator.crd.operator_options import OperatorOptions
+from strom_operator.crd.spec import FlinkJobSpec, duration_seconds
+from strom_operator.crd.status import FlinkJobStatus, JobStatus, Reconciliation, format_time
+from strom_operator.lifecycle.steps import IDLE, SOON, Wait, WriteStatus
+from strom_operator.resources.labels import FlinkJobRef
 
 INVALID_SPEC = "invalid spec: "
 MAX_EXTRA_BACKOFF_S = 300.0

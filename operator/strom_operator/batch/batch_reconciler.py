@@ -22,11 +22,11 @@ from strom_operator.batch.batch_steps import BatchStep, CleanupExecutors, Create
 from strom_operator.batch.driver import driver_objects
 from strom_operator.batch.names import DRIVER, DRIVER_POD_LABEL, EXECUTOR, batch_selector
 from strom_operator.batch.observed_driver import ObservedBatch, executor_running, observe_driver
-from strom_operator.kube_api import KubeApi, KubeApiError
-from strom_operator.labels import FlinkJobRef
-from strom_operator.spec import FlinkJobSpec
-from strom_operator.status import FlinkJobStatus
-from strom_operator.steps import Wait
+from strom_operator.clients.kube_api import KubeApi, KubeApiError
+from strom_operator.crd.spec import FlinkJobSpec
+from strom_operator.crd.status import FlinkJobStatus
+from strom_operator.lifecycle.steps import Wait
+from strom_operator.resources.labels import FlinkJobRef
 
 log = logging.getLogger(__name__)
 

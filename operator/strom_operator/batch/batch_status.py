@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from strom_operator.status import format_time, parse_time
+from strom_operator.crd.status import format_time, parse_time
 
 SUBMITTED, RUNNING, PENDING_RERUN, COMPLETED, FAILED = "SUBMITTED", "RUNNING", "PENDING_RERUN", "COMPLETED", "FAILED"
 TERMINAL = (COMPLETED, FAILED)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from strom_operator.spec import FlinkJobSpec
-from strom_operator.status import FlinkJobStatus
-from strom_operator.steps import SOON, Wait, WriteStatus
+from strom_operator.crd.spec import FlinkJobSpec
+from strom_operator.crd.status import FlinkJobStatus
+from strom_operator.lifecycle.steps import SOON, Wait, WriteStatus
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,10 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from strom_operator.batch.spark_conf import OWNED_KEYS, memory_mib
-from strom_operator.batch.spark_spec import RESTART_POLICY_TYPES
-from strom_operator.spec import FlinkJobSpec
-from strom_operator.validation import (
-    duration_seconds,
+from strom_operator.crd.spark_spec import RESTART_POLICY_TYPES
+from strom_operator.crd.spec import FlinkJobSpec, duration_seconds
+from strom_operator.lifecycle.validation import (
     validate_flink_configuration,
     validate_job,
     validate_pod_templates,

@@ -45,17 +45,17 @@ from strom_operator.batch.spark_conf import (
     driver_pod_memory_mib,
     engine_configuration,
 )
-from strom_operator.labels import CONF_DIR, FlinkJobRef
-from strom_operator.pod_security import (
+from strom_operator.crd.spec import FlinkJobSpec
+from strom_operator.resources.labels import CONF_DIR, FlinkJobRef
+from strom_operator.resources.pod_security import (
     SPARK_WRITABLE_DIRS,
     container_security_context,
     pod_security_context,
     writable_mounts,
     writable_volumes,
 )
-from strom_operator.pods import container_env
-from strom_operator.podtemplates import merge_pod_templates
-from strom_operator.spec import FlinkJobSpec
+from strom_operator.resources.pods import container_env
+from strom_operator.resources.podtemplates import merge_pod_templates
 
 DRIVER_CONTAINER = "driver"
 CONFIG_VOLUME = "strom-spark-config"

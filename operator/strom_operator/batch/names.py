@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from strom_operator.labels import MANAGED_BY, FlinkJobRef, owner_reference
+from strom_operator.resources.labels import MANAGED_BY, FlinkJobRef, owner_reference
 
 DRIVER = "spark-driver"
 EXECUTOR = "spark-executor"

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from strom_operator.observed import POD_PROBLEM_REASONS
+from strom_operator.observe.observed import POD_PROBLEM_REASONS
 
 MESSAGE_LIMIT = 600  # characters of a termination message kept in status.batch.reason
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 
 from strom_operator.batch.names import DRIVER_POD_LABEL, EXECUTOR, batch_labels, driver_service_name
-from strom_operator.labels import CONF_DIR, FlinkJobRef
-from strom_operator.operator_options import OPERATOR_PREFIX
-from strom_operator.spec import FlinkJobSpec
+from strom_operator.crd.operator_options import OPERATOR_PREFIX
+from strom_operator.crd.spec import FlinkJobSpec
+from strom_operator.resources.labels import CONF_DIR, FlinkJobRef
 
 KUBERNETES_MASTER = "k8s://https://kubernetes.default.svc"
 DRIVER_PORT = 7078
