@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import mmh3
 
 from strom.common.config_options import VERTEX_PARALLELISM_OVERRIDES
+from strom.common.ids import VertexId
 from strom.graph.stream_graph import GraphBuildError, StreamEdge, StreamGraph, StreamNode
 from strom.graph.transformations import CHAIN_ALWAYS, CHAIN_HEAD, REBALANCE
 
@@ -28,7 +29,7 @@ class JobEdge:
 
 @dataclass(eq=False)
 class JobVertex:
-    id: str  # 32 hex digits like Flink's JobVertexID, derived from the head operator's uid
+    id: VertexId  # 32 hex digits like Flink's JobVertexID, derived from the head operator's uid
     name: str
     nodes: list[StreamNode]  # head first, in topological order
     parallelism: int
@@ -87,8 +88,10 @@ def is_chainable(edge: StreamEdge, graph: StreamGraph) -> bool:
     )
 
 
-def vertex_id_for(uid: str) -> str:
-    return mmh3.hash_bytes(uid.encode("utf-8"), 0x5EED).hex()
+def vertex_id_for(uid: str) -> VertexId:
+    """The job vertex id of a chain whose head has operator uid `uid`: stable, so a savepoint's vertex ids and the
+    autoscaler's per-vertex overrides stay valid across resubmissions."""
+    return VertexId(mmh3.hash_bytes(uid.encode("utf-8"), 0x5EED).hex())
 
 
 def _apply_parallelism_overrides(graph: StreamGraph, vertices: list[JobVertex]) -> None:

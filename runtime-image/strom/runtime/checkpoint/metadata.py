@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from strom.common.config_options import ConfigLookup
 from strom.common.ids import CheckpointId, JobId
 from strom.common.key_groups import KeyGroupRange
 from strom.runtime.checkpoint.errors import CheckpointMetadataError, StorageObjectNotFoundError
@@ -136,7 +137,7 @@ def write_metadata(storage: CheckpointStorage, directory: str, metadata: Checkpo
 
 
 def read_metadata(
-    storage_or_uri: CheckpointStorage | str, directory: str = "", *, config: Any = None
+    storage_or_uri: CheckpointStorage | str, directory: str = "", *, config: ConfigLookup | None = None
 ) -> CheckpointMetadata:
     """Read `<directory>/_metadata` from a storage, or from a checkpoint/savepoint URI (or its `_metadata`
     file's URI; `directory` is then relative to it, usually ''). `config` supplies the `s3.*` options."""

@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote
 
 from strom.common import config_options as opts
-from strom.common.config_options import ConfigError
+from strom.common.config_options import ConfigError, ConfigLookup
+from strom.common.configuration import Configuration
+from strom.common.ids import JobId
 from strom.runtime.checkpoint.layout import METADATA_FILE, savepoint_dir_name
 from strom.runtime.checkpoint.metadata import CheckpointMetadata, OperatorSnapshotRef, read_metadata, write_metadata
 from strom.runtime.checkpoint.storage import CheckpointStorage, checkpoint_storage_for
@@ -46,7 +47,7 @@ class SavepointTarget:
         return self.storage.uri_of(self.directory)
 
 
-def savepoint_target_uri(requested: str | None, *configs: Any) -> str:
+def savepoint_target_uri(requested: str | None, *configs: Configuration | None) -> str:
     """The target directory of a savepoint: the request's, else `state.savepoints.dir` of the first
     configuration that sets it; a `ConfigError` naming both keys when neither is given."""
     if requested:
@@ -112,7 +113,7 @@ def _segments(path: str) -> list[str]:
 
 
 def new_savepoint_target(
-    job_id: str, target_uri: str, config: Any, on_done: SavepointCallback, *, stop: str = ""
+    job_id: JobId, target_uri: str, config: ConfigLookup | None, on_done: SavepointCallback, *, stop: str = ""
 ) -> SavepointTarget:
     """A fresh `savepoint-<job6>-<random>` directory under `target_uri`."""
     return SavepointTarget(checkpoint_storage_for(target_uri, config), savepoint_dir_name(job_id), on_done, stop)
@@ -153,7 +154,7 @@ def unclaimed_operators(metadata: CheckpointMetadata, job_uids: Iterable[str]) -
 
 
 def check_savepoint_restore(
-    path: str, job_uids: Iterable[str], *, allow_non_restored: bool, config: Any
+    path: str, job_uids: Iterable[str], *, allow_non_restored: bool, config: ConfigLookup | None
 ) -> CheckpointMetadata:
     """The savepoint's metadata; a `ValueError` when it cannot be restored into a job with `job_uids`."""
     metadata = read_metadata(path, config=config)
@@ -167,7 +168,7 @@ def check_savepoint_restore(
     return metadata
 
 
-def dispose_savepoint(path: str, config: Any) -> str:
+def dispose_savepoint(path: str, config: ConfigLookup | None) -> str:
     """Delete the savepoint at `path` (its directory, or its `_metadata` file's URI) and return its URI.
 
     As Flink's disposal does, only what the savepoint owns is deleted: the state files its `_metadata`

@@ -9,9 +9,9 @@ sees the whole old object or the whole new one, never a part.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from strom.common.config_options import ConfigError
+from strom.common.config_options import ConfigError, ConfigLookup
 from strom.runtime.checkpoint.file_storage import FileCheckpointStorage
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def uri_scheme(uri: str) -> str:
     return ""
 
 
-def checkpoint_storage_for(uri: str, config: Any = None) -> CheckpointStorage:
+def checkpoint_storage_for(uri: str, config: ConfigLookup | None = None) -> CheckpointStorage:
     """The storage for `uri` (a `state.checkpoints.dir` / `state.savepoints.dir` value or a savepoint path).
 
     `config` (a `Configuration`, a mapping or None) supplies the `s3.*` options of S3 storage.
@@ -85,7 +85,7 @@ def checkpoint_storage_for(uri: str, config: Any = None) -> CheckpointStorage:
     )
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:  # module attribute hook (PEP 562): the lazily imported class
     # boto3 is imported only when S3 is used: it costs a few hundred milliseconds per process
     if name == "S3CheckpointStorage":
         from strom.runtime.checkpoint.s3_storage import S3CheckpointStorage
