@@ -2,14 +2,19 @@
 
 Strom ships Python objects between tasks with pickle, so type information does not
 choose a serializer. It still matters for semantics a PyFlink user relies on: a
-`Types.ROW`/`ROW_NAMED` output turns tuples into `Row`s, and `get_execution_plan()`
-and error messages name the types.
+`Types.ROW`/`ROW_NAMED` output turns tuples into `Row`s, `get_execution_plan()`
+and error messages name the types, and a declared numeric type holds its values as
+PyFlink's coders hold them (see `declared_numbers`): an operator's declared output goes
+through `convert` (PyFlink's Python coders: FLOAT rounds to 32 bits, an integer out of
+BYTE/SHORT/INT/LONG range is an OverflowError), `from_collection`'s elements through
+`convert_collection_element` (PyFlink converts them in Java: integers narrow, wrapping).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from strom.common.declared_numbers import INTEGER_BITS, check_integer, to_float32, wrap_integer
 from strom.common.row import Row
 
 
@@ -19,8 +24,13 @@ class TypeInformation:
     name = "GenericType"
 
     def convert(self, value: Any) -> Any:
-        """Shape a user value as PyFlink would hand it on (identity for most types)."""
+        """Shape a user value as PyFlink would hand it on from an operator declaring this type (identity
+        for most types)."""
         return value
+
+    def convert_collection_element(self, value: Any) -> Any:
+        """Shape an element of `from_collection(..., type_info)` as PyFlink's Java side converts it."""
+        return self.convert(value)
 
     @property
     def needs_conversion(self) -> bool:
@@ -40,6 +50,26 @@ class BasicTypeInfo(TypeInformation):
     def __init__(self, name: str, py_type: type | tuple[type, ...]) -> None:
         self.name = name
         self.py_type = py_type
+        self._bits = INTEGER_BITS.get(name)
+
+    @property
+    def needs_conversion(self) -> bool:
+        return self._bits is not None or self.name == "FLOAT"
+
+    def convert(self, value: Any) -> Any:
+        return self._shape(value, wrap=False)
+
+    def convert_collection_element(self, value: Any) -> Any:
+        return self._shape(value, wrap=True)
+
+    def _shape(self, value: Any, *, wrap: bool) -> Any:
+        if self._bits is not None:
+            if type(value) is not int:
+                return value  # None, or a value of another type: not ours to judge here
+            return wrap_integer(value, self._bits) if wrap else check_integer(value, self._bits, self.name)
+        if self.name == "FLOAT" and isinstance(value, int | float) and not isinstance(value, bool):
+            return to_float32(value)
+        return value
 
 
 class PickledBytesTypeInfo(TypeInformation):
@@ -70,15 +100,26 @@ class RowTypeInfo(TypeInformation):
 
     def convert(self, value: Any) -> Any:
         """Rows carry the type's field names, `f0..fN` when the type names none (as PyFlink's row coder sets
-        them); a named Row through an unnamed type keeps its own names."""
+        them); a named Row through an unnamed type keeps its own names. Fields hold their declared types."""
+        return self._shape(value, wrap=False)
+
+    def convert_collection_element(self, value: Any) -> Any:
+        return self._shape(value, wrap=True)
+
+    def _shape(self, value: Any, *, wrap: bool) -> Any:
         if isinstance(value, Row):
+            fields = _fields_as_declared(value, self.field_types, wrap)
             if value._fields is None or (self.named and list(value._fields) != self.field_names):
-                named = Row(**dict(zip(self.field_names, value, strict=False)))
+                named = Row(**dict(zip(self.field_names, fields, strict=False)))
                 named.set_row_kind(value.get_row_kind())
                 return named
-            return value
+            if fields is value:
+                return value
+            kept = Row(**dict(zip(value._fields, fields, strict=False)))
+            kept.set_row_kind(value.get_row_kind())
+            return kept
         if isinstance(value, tuple | list):
-            return Row(**dict(zip(self.field_names, value, strict=False)))
+            return Row(**dict(zip(self.field_names, _fields_as_declared(value, self.field_types, wrap), strict=False)))
         return value
 
 
@@ -95,11 +136,30 @@ class TupleTypeInfo(TypeInformation):
         return True
 
     def convert(self, value: Any) -> Any:
-        if type(value) is tuple:
-            return value
+        return self._shape(value, wrap=False)
+
+    def convert_collection_element(self, value: Any) -> Any:
+        return self._shape(value, wrap=True)
+
+    def _shape(self, value: Any, *, wrap: bool) -> Any:
         if isinstance(value, tuple | list):
-            return tuple(value)
+            shaped = _fields_as_declared(value, self.field_types, wrap)
+            return shaped if type(shaped) is tuple else tuple(shaped)
         return value
+
+
+def _fields_as_declared(values: Any, field_types: list[TypeInformation], wrap: bool) -> Any:
+    """`values` with each field shaped by its declared type; `values` itself when no field changes."""
+    out = None
+    for i, (v, t) in enumerate(zip(values, field_types, strict=False)):
+        if not t.needs_conversion:
+            continue
+        shaped = t.convert_collection_element(v) if wrap else t.convert(v)
+        if shaped is not v:
+            if out is None:
+                out = list(values)
+            out[i] = shaped
+    return values if out is None else tuple(out)
 
 
 class ContainerTypeInfo(TypeInformation):

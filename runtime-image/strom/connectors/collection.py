@@ -47,5 +47,6 @@ class CollectionSource(Source):
     def create_reader(self, context: SourceReaderContext) -> SourceReader:
         values = self.collection
         if self.type_info is not None and self.type_info.needs_conversion:
-            values = [self.type_info.convert(v) for v in values]
+            # PyFlink converts these in Java, where integers narrow (wrap) instead of failing (typeinfo.py)
+            values = [self.type_info.convert_collection_element(v) for v in values]
         return CollectionReader(values)
