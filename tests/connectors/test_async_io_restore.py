@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import random
 import textwrap
-import time
 from collections import Counter
 from pathlib import Path
 
-from tests.engine.cluster_testing import SessionCluster, wait_until
-from tests.engine.test_chaos import completed_since, published, running
+from tests.engine.chaos_testing import kill_taskmanagers_until_finished, published
+from tests.engine.cluster_testing import SessionCluster
 from tests.engine.test_cluster import submit
 
 COUNT = 3_000
@@ -68,18 +67,7 @@ def test_every_input_gives_exactly_one_output_across_kill_9_with_requests_in_fli
     cluster = SessionCluster(taskmanagers=1, slots=2)
     try:
         job_id = submit(cluster, async_job(tmp_path, out))
-        killed_at_ms = -1
-        for _ in range(KILLS):
-            wait_until(
-                lambda since=killed_at_ms: running(cluster, job_id) and completed_since(cluster, job_id, since),
-                timeout=90, what="a checkpoint completed since the previous kill",
-            )
-            time.sleep(rng.uniform(0.0, 0.3))  # a random moment between checkpoints, not a wait for a condition
-            killed_at_ms = int(time.time() * 1000)
-            cluster.kill_taskmanager(next(tm for tm in cluster.tms if tm.poll() is None))
-            cluster.add_taskmanager(2)
-        state = cluster.wait_for_state(job_id, ("FINISHED", "FAILED", "CANCELED"), timeout=120)
-        assert state == "FINISHED", cluster.get(f"/jobs/{job_id}/exceptions")
+        kill_taskmanagers_until_finished(cluster, job_id, kills=KILLS, rng=rng, slots=2)
     finally:
         cluster.close()
     assert published(out) == Counter(f"{i} {2 * i}" for i in range(COUNT)), f"seed {seed}"

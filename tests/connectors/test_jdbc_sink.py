@@ -19,9 +19,10 @@ from strom.datastream.connectors.jdbc import (
     JdbcExecutionOptions,
     JdbcSink,
 )
-from strom.datastream.functions import MapFunction
-from strom.runtime.local_executor import JobExecutionError, LocalJob
+from strom.runtime.local_executor import JobExecutionError
 from strom.runtime.tasks.processing_time import ManualClock, ProcessingTimeService
+
+from tests.engine.failover_testing import FailOnceAt, run_with_restarts
 
 ROW = Types.ROW([Types.INT(), Types.STRING(), Types.LONG()])
 
@@ -152,16 +153,6 @@ COUNT = 6_000
 FAIL_AT = 2_500
 
 
-class FailOnceAt(MapFunction):
-    def open(self, runtime_context):
-        self.attempt = runtime_context.get_attempt_number()
-
-    def map(self, value):
-        if value == FAIL_AT and self.attempt == 0:
-            raise RuntimeError(f"injected failure at {value}")
-        return (value, f"n{value % 13}", value * 3)
-
-
 def test_exactly_once_sink_writes_each_row_once_across_a_failure_and_restore(postgres, table_name):
     create_table(postgres, table_name)
     prefix = f"eo-{table_name}"
@@ -170,19 +161,14 @@ def test_exactly_once_sink_writes_each_row_once_across_a_failure_and_restore(pos
     env.enable_checkpointing(100)
     src = DataGeneratorSource(lambda i: i, COUNT, rate_limit=4_000.0, type_info=Types.LONG())
     (env.from_source(src, WatermarkStrategy.no_watermarks(), "gen")
-        .map(FailOnceAt(), output_type=ROW)
+        .map(FailOnceAt(FAIL_AT), output_type=Types.LONG())
+        .map(lambda v: (v, f"n{v % 13}", v * 3), output_type=ROW)
         .add_sink(JdbcSink.exactly_once_sink(
             f"INSERT INTO {table_name} VALUES (?, ?, ?)", ROW, connection(postgres),
             JdbcExecutionOptions.builder().with_batch_size(200).with_max_retries(0).build(),
             JdbcExactlyOnceOptions.builder().with_transaction_id_prefix(prefix).build()))
         .uid("jdbc-sink"))
-    graph = env.get_stream_graph("exactly-once jdbc", clear_transformations=True)
-    graph.config.set("restart-strategy.type", "fixed-delay")
-    graph.config.set("restart-strategy.fixed-delay.attempts", 3)
-    graph.config.set("restart-strategy.fixed-delay.delay", "50 ms")
-    job = LocalJob(graph)
-    job.start()
-    job.wait(120)
+    job = run_with_restarts(env, "exactly-once jdbc")
     assert job.restarts == 1 and job.restored_checkpoint_id is not None
     expected = Counter((i, f"n{i % 13}", i * 3) for i in range(COUNT))
     assert Counter(table_rows(postgres, table_name)) == expected

@@ -25,8 +25,8 @@ from collections import Counter
 from pathlib import Path
 
 from tests.connectors.kafka_testing import consume_all, kafka_fixture, produce  # noqa: F401 - the `kafka` fixture
+from tests.engine.chaos_testing import completed_since, running
 from tests.engine.cluster_testing import SessionCluster, wait_until
-from tests.engine.test_chaos import completed_since, running
 from tests.engine.test_cluster import submit
 
 CHAOS = os.environ.get("STROM_KAFKA_CHAOS") == "1"

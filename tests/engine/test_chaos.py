@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from tests.engine.chaos_testing import completed_since, published, running
 from tests.engine.cluster_testing import SessionCluster, wait_until
 from tests.engine.s3_server import s3_server_fixture  # noqa: F401  (registers `s3_server`)
 from tests.engine.test_cluster import submit
@@ -73,15 +74,6 @@ def reference() -> Counter[str]:
     return Counter(f"{k} {w} {c} {s}" for (k, w), (c, s) in windows.items())
 
 
-def published(out: Path) -> Counter[str]:
-    return Counter(
-        line
-        for f in out.rglob("*")
-        if f.is_file() and not f.name.startswith(".")
-        for line in f.read_text().splitlines()
-    )
-
-
 def slot_processes(tm_pid: int) -> list[int]:
     """The slot worker processes (multiprocessing spawn children) of a TaskManager."""
     pids = []
@@ -96,25 +88,6 @@ def slot_processes(tm_pid: int) -> list[int]:
         if int(stat.rsplit(")", 1)[1].split()[1]) == tm_pid and b"spawn_main" in cmdline:
             pids.append(int(entry))
     return pids
-
-
-def completed_since(cluster: SessionCluster, job_id: str, since_ms: int) -> bool:
-    """The job's latest completed checkpoint was triggered after `since_ms`. After a kill this is the
-    sign of progress after the failover: a checkpoint in flight at the kill may still complete before
-    the JobManager hears of the kill, but one triggered after it needs every task alive (or the
-    killed process ran none of the job's tasks, and there is no failover to wait for)."""
-    try:
-        completed = cluster.get(f"/jobs/{job_id}/checkpoints")["latest"]["completed"]
-    except OSError:
-        return False  # the JobManager is restarting
-    return bool(completed) and completed["trigger_timestamp"] > since_ms
-
-
-def running(cluster: SessionCluster, job_id: str) -> bool:
-    try:
-        return cluster.job_state(job_id) == "RUNNING"
-    except OSError:
-        return False
 
 
 @pytest.mark.parametrize("backend,storage", [("hashmap", "file"), ("rocksdb", "s3")])

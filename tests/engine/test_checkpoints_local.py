@@ -23,6 +23,8 @@ from strom.datastream.window import TumblingEventTimeWindows
 from strom.runtime.checkpoint.layout import METADATA_FILE
 from strom.runtime.local_executor import JobExecutionError, LocalJob
 
+from tests.engine.failover_testing import FailOnceAt, run_with_restarts
+
 COUNT = 12_000
 RATE = 8_000.0  # records/s over all subtasks: the job runs ~1.5 s
 KEYS = 7
@@ -31,18 +33,6 @@ FAIL_AT = 5_000
 _lock = threading.Lock()
 LATEST: dict[object, object] = {}
 NOTIFIED: dict[tuple[int, int], list[int]] = defaultdict(list)
-
-
-class FailOnceAt(MapFunction):
-    """Raises when it sees FAIL_AT, in the first attempt only."""
-
-    def open(self, runtime_context):
-        self.attempt = runtime_context.get_attempt_number()
-
-    def map(self, value):
-        if value == FAIL_AT and self.attempt == 0:
-            raise RuntimeError(f"injected failure at {value}")
-        return value
 
 
 class SumPerKey(KeyedProcessFunction):
@@ -100,23 +90,10 @@ def _source(env: StreamExecutionEnvironment, strategy=None):
     return env.from_source(src, strategy or WatermarkStrategy.no_watermarks(), "gen")
 
 
-def _run(env: StreamExecutionEnvironment, name: str, **config: object) -> LocalJob:
-    graph = env.get_stream_graph(name, clear_transformations=True)
-    graph.config.set("restart-strategy.type", "fixed-delay")
-    graph.config.set("restart-strategy.fixed-delay.attempts", 3)
-    graph.config.set("restart-strategy.fixed-delay.delay", "50 ms")
-    for key, value in config.items():
-        graph.config.set(key, value)
-    job = LocalJob(graph)
-    job.start()
-    job.wait(120)
-    return job
-
-
 def _keyed_sums_job(env: StreamExecutionEnvironment):
     return (
         _source(env)
-        .map(FailOnceAt(), output_type=Types.LONG())
+        .map(FailOnceAt(FAIL_AT), output_type=Types.LONG())
         .key_by(lambda v: v % KEYS, key_type=Types.INT())
         .process(SumPerKey())
         .map(KeepLatest())
@@ -126,7 +103,7 @@ def _keyed_sums_job(env: StreamExecutionEnvironment):
 def test_keyed_state_is_exactly_once_after_a_failure_and_restore():
     env = _env()
     _keyed_sums_job(env)
-    job = _run(env, "keyed sums")
+    job = run_with_restarts(env, "keyed sums")
     assert job.restarts == 1
     assert job.restored_checkpoint_id is not None, "the restart did not restore a checkpoint"
     expected = {(k,): sum(i for i in range(COUNT) if i % KEYS == k) for k in range(KEYS)}
@@ -138,14 +115,14 @@ def test_window_results_are_exactly_once_after_a_failure_and_restore():
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(ValueAsTimestamp())
     (
         _source(env, strategy)
-        .map(FailOnceAt(), output_type=Types.LONG())
+        .map(FailOnceAt(FAIL_AT), output_type=Types.LONG())
         .map(lambda v: (v % KEYS, v // 1000 * 1000, v))
         .key_by(lambda t: t[0])
         .window(TumblingEventTimeWindows.of(1000))
         .reduce(Add())
         .map(KeepLatest())
     )
-    job = _run(env, "windowed sums")
+    job = run_with_restarts(env, "windowed sums")
     assert job.restarts == 1
     assert job.restored_checkpoint_id is not None
     expected: dict[tuple[int, int], int] = defaultdict(int)
@@ -157,7 +134,7 @@ def test_window_results_are_exactly_once_after_a_failure_and_restore():
 def test_checkpoint_listeners_hear_of_completed_checkpoints_in_increasing_order():
     env = _env()
     _source(env).map(RecordNotifications())
-    job = _run(env, "listeners")
+    job = run_with_restarts(env, "listeners")
     assert job.checkpoint_coordinator is not None
     completed = job.checkpoint_coordinator.completed_ids
     assert len(completed) >= 2
@@ -170,7 +147,7 @@ def test_checkpoint_listeners_hear_of_completed_checkpoints_in_increasing_order(
 def test_at_least_once_mode_completes_checkpoints_and_keeps_state_consistent():
     env = _env(CheckpointingMode.AT_LEAST_ONCE)
     _keyed_sums_job(env)
-    job = _run(env, "at least once")
+    job = run_with_restarts(env, "at least once")
     assert job.checkpoint_coordinator is not None
     assert len(job.checkpoint_coordinator.completed_ids) >= 1
     assert job.restored_checkpoint_id is not None
@@ -182,7 +159,7 @@ def test_at_least_once_mode_completes_checkpoints_and_keeps_state_consistent():
 def test_completed_checkpoint_has_metadata_and_older_ones_are_subsumed(tmp_path: Path):
     env = _env()
     _source(env).map(lambda v: v)
-    job = _run(
+    job = run_with_restarts(
         env,
         "retained",
         **{

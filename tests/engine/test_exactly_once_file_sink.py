@@ -18,24 +18,15 @@ from strom.connectors.sink_base import SinkInitContext
 from strom.datastream import KeyedProcessFunction, StreamExecutionEnvironment, TwoPhaseCommitSinkFunction
 from strom.datastream.connectors.datagen import DataGeneratorSource
 from strom.datastream.connectors.file_system import BucketAssigner, FileSink, RollingPolicy
-from strom.datastream.functions import MapFunction
 from strom.datastream.state import ValueStateDescriptor
 from strom.runtime.local_executor import LocalJob
+
+from tests.engine.failover_testing import FailOnceAt, run_with_restarts
 
 COUNT = 9_000
 RATE = 6_000.0
 KEYS = 5
 FAIL_AT = 4_000
-
-
-class FailOnceAt(MapFunction):
-    def open(self, runtime_context):
-        self.attempt = runtime_context.get_attempt_number()
-
-    def map(self, value):
-        if value == FAIL_AT and self.attempt == 0:
-            raise RuntimeError(f"injected failure at {value}")
-        return value
 
 
 class CountPerKey(KeyedProcessFunction):
@@ -75,19 +66,12 @@ def run_counting_job(out: Path, *, checkpoint_ms: int, rolling: RollingPolicy | 
         builder = builder.with_rolling_policy(rolling)
     (
         env.from_source(src, WatermarkStrategy.no_watermarks(), "gen")
-        .map(FailOnceAt(), output_type=Types.LONG())
+        .map(FailOnceAt(FAIL_AT), output_type=Types.LONG())
         .key_by(lambda v: v % KEYS, key_type=Types.INT())
         .process(CountPerKey(), output_type=Types.STRING())
         .sink_to(builder.build())
     )
-    graph = env.get_stream_graph("exactly-once file sink", clear_transformations=True)
-    graph.config.set("restart-strategy.type", "fixed-delay")
-    graph.config.set("restart-strategy.fixed-delay.attempts", 3)
-    graph.config.set("restart-strategy.fixed-delay.delay", "50 ms")
-    job = LocalJob(graph)
-    job.start()
-    job.wait(120)
-    return job
+    return run_with_restarts(env, "exactly-once file sink")
 
 
 def test_output_is_exactly_once_after_a_failure_and_restore(tmp_path):
@@ -179,17 +163,11 @@ def test_two_phase_commit_sink_function_is_exactly_once_after_a_failure(tmp_path
     src = DataGeneratorSource(lambda i: i, COUNT, rate_limit=RATE, type_info=Types.LONG())
     (
         env.from_source(src, WatermarkStrategy.no_watermarks(), "gen")
-        .map(FailOnceAt(), output_type=Types.LONG())
+        .map(FailOnceAt(FAIL_AT), output_type=Types.LONG())
         .key_by(lambda v: v % KEYS, key_type=Types.INT())
         .process(CountPerKey(), output_type=Types.STRING())
         .add_sink(TransactionalFiles(str(out)))
     )
-    graph = env.get_stream_graph("two-phase commit sink function", clear_transformations=True)
-    graph.config.set("restart-strategy.type", "fixed-delay")
-    graph.config.set("restart-strategy.fixed-delay.attempts", 3)
-    graph.config.set("restart-strategy.fixed-delay.delay", "50 ms")
-    job = LocalJob(graph)
-    job.start()
-    job.wait(120)
+    job = run_with_restarts(env, "two-phase commit sink function")
     assert job.restarts == 1 and job.restored_checkpoint_id is not None
     assert Counter(published_lines(out)) == expected_lines()
