@@ -285,3 +285,20 @@ class AlignedWindowAggregator:
                         self._emit(k, self.windows[start], acc)
                 start -= slide
         return late
+
+
+def restore_timers_on_the_generic_path(op: Any, timers: list[tuple[int, int, int]]) -> None:
+    """A snapshot taken on the fast path restored where the fast path does not apply (RocksDB, whose
+    savepoints restore from the heap's): the fast path kept one (time, fire | clean up, start) timer per
+    window outside the timer service; the generic path needs them per pane in the timer service, as the
+    default trigger (fire at max_timestamp) and the operator (cleanup) would have registered them.
+    Event time only: processing-time windows keep no timers in a snapshot."""
+    if not op.is_event_time:
+        return
+    size = op.assigner.size
+    backend, service, contents = op.backend, op.timer_service, op.window_state.table.name
+    for ts, _, start in timers:
+        window = TimeWindow(start, start + size)
+        for key in backend.keys(contents, window):
+            backend.current_key = key
+            service.register_event_time_timer(window, ts)

@@ -37,7 +37,7 @@ from strom.runtime.operators.window_contexts import (
     WindowTriggerContext,
     bind_namespace,
 )
-from strom.runtime.operators.window_fast_path import AlignedWindowAggregator
+from strom.runtime.operators.window_fast_path import AlignedWindowAggregator, restore_timers_on_the_generic_path
 from strom.runtime.operators.window_functions import PaneEvaluator, WindowFunctionRunner
 from strom.runtime.state.api import VOID, StateAccessError
 
@@ -101,6 +101,9 @@ class WindowOperator(StreamOperator):
             if AlignedWindowAggregator.applies(self)
             else None
         )
+        restored_fast_timers = getattr(self, "_restored_fast_timers", None)
+        if self.fast is None and restored_fast_timers:
+            restore_timers_on_the_generic_path(self, restored_fast_timers)
 
     # -- snapshots: the fast path keeps its per-window timers outside the timer service ----------------
     def snapshot_state(self) -> dict[str, Any]:
