@@ -51,8 +51,6 @@ def test_validation_errors_name_what_is_wrong(t_env: TableEnvironment, sql: str,
 @pytest.mark.parametrize(
     ("sql", "feature"),
     [
-        ("SELECT user FROM clicks ORDER BY user", "ORDER BY"),
-        ("SELECT user FROM clicks LIMIT 3", "LIMIT"),
         ("SELECT user FROM clicks INTERSECT SELECT user FROM clicks", "INTERSECT"),
         ("SELECT a.user FROM clicks a JOIN clicks b ON a.user = b.user", "JOIN"),
         ("SELECT user FROM clicks EXCEPT SELECT user FROM clicks", "EXCEPT"),

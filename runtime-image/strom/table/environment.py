@@ -12,6 +12,7 @@ project's direction for BATCH, is not wired yet.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from strom.common.configuration import Configuration
@@ -22,7 +23,7 @@ from strom.table import connectors
 from strom.table.data_stream_conversion import data_stream_node
 from strom.table.errors import NotSupportedYet, ValidationException
 from strom.table.expressions import Expression, col
-from strom.table.planner import builder, windowing
+from strom.table.planner import builder, top_n, windowing
 from strom.table.planner.inline_values import values_node
 from strom.table.planner.plan import DataStreamScanNode, PlanNode, SourceNode
 from strom.table.planner.translate import blackhole_sink, print_sink, translate
@@ -252,8 +253,19 @@ class TableEnvironment:
         if isinstance(parts, sqlp.UnionParts):
             node = builder.union_all([self._plan_parts(p) for p in parts.inputs])
             return node if parts.all else builder.distinct(node, self._final_only)
+        hidden = top_n.hidden_sort_columns(parts)
+        if hidden:  # ORDER BY columns the select list drops: carried through the sort, then projected away
+            parts = dataclasses.replace(parts, select=[*parts.select, *hidden])
         node = self._plan_select(parts)
-        return builder.distinct(node, self._final_only) if parts.distinct else node
+        node = builder.distinct(node, self._final_only) if parts.distinct else node
+        if parts.order_by or parts.limit is not None:
+            node = top_n.sort_limit(node, parts.order_by, parts.limit, self._final_only, hidden=len(hidden))
+        return node
+
+    def _plan_from(self, parts: sqlp.SelectParts) -> PlanNode:
+        if isinstance(parts.source, str):
+            return self._scan(parts.source)
+        return self._plan_parts(parts.source)
 
     def _plan_select(self, parts: sqlp.SelectParts) -> PlanNode:
         if isinstance(parts.source, sqlp.WindowTVF):
@@ -263,8 +275,18 @@ class TableEnvironment:
                 keys = windowing.non_window_keys(parts.group_by)
                 return builder.window_aggregate(node, window, keys, parts.select, parts.having, window_columns)
             source = windowing.window_table_function(source, parts.source, window, window_columns)
+        elif isinstance(parts.source, sqlp.SelectParts) and top_n.over_item(parts.source.select) is not None:
+            inner = parts.source
+            if inner.group_by is not None or inner.distinct or inner.order_by or inner.limit is not None:
+                raise NotSupportedYet("ROW_NUMBER() OVER in a query with GROUP BY, DISTINCT, ORDER BY or LIMIT")
+            inner_source = self._plan_from(inner)
+            if inner.where is not None:
+                inner_source = builder.filter_(inner_source, inner.where)
+            source, where = top_n.plan_top_n(inner_source, inner.select, parts.select, parts.where,
+                                             self._final_only)
+            parts = dataclasses.replace(parts, where=where)
         else:
-            source = self._scan(parts.source) if isinstance(parts.source, str) else self._plan_parts(parts.source)
+            source = self._plan_from(parts)
         if parts.group_by is not None and windowing.group_window_call(parts.group_by) is not None:
             node = source if parts.where is None else builder.filter_(source, parts.where)
             return windowing.group_window_aggregate(node, parts.group_by, parts.select, parts.having)

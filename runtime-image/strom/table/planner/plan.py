@@ -224,3 +224,50 @@ class WindowTableFunctionNode(PlanNode):
     def describe(self) -> str:
         assert self.window is not None and self.input is not None
         return f"WindowTableFunction(window=[{self.window.describe()}], time=[{self.input.names()[self.time_column]}])"
+
+
+@dataclass(frozen=True)
+class SortKey:
+    index: int  # input column
+    descending: bool
+    nulls_first: bool
+
+
+@dataclass(eq=False)
+class RankNode(PlanNode):
+    """Top-N (ROW_NUMBER() <= n per partition, ORDER BY .. LIMIT n) and deduplication (n = 1 ordered by a
+    time attribute), as Flink's Rank/Deduplicate: streaming emits a changelog as the top rows change;
+    BATCH (`final_only`) emits each partition's final top rows once. `rank_end` None: every row (a sort)."""
+
+    input: PlanNode | None = None
+    partition: list[int] = field(default_factory=list)
+    order: list[SortKey] = field(default_factory=list)
+    rank_end: int | None = None
+    output_rank: bool = False
+    deduplicate: str | None = None  # "first"/"last" (by rowtime or proctime) for Flink's Deduplicate
+    rowtime: bool = False  # deduplication by a rowtime (compares timestamps) rather than arrival order
+    final_only: bool = False
+
+    @property
+    def inputs(self) -> list[PlanNode]:
+        assert self.input is not None
+        return [self.input]
+
+    @property
+    def updating(self) -> bool:
+        if self.final_only:
+            return False
+        if self.deduplicate == "first" and not self.rowtime:
+            return False  # keep-first by processing time: only the first row per key, insert-only
+        return bool(self.order) or self.deduplicate is not None
+
+    def describe(self) -> str:
+        assert self.input is not None
+        names = self.input.names()
+        part = ", ".join(names[k] for k in self.partition)
+        order = ", ".join(f"{names[k.index]} {'DESC' if k.descending else 'ASC'}" for k in self.order)
+        if self.deduplicate is not None:
+            return f"Deduplicate(keep=[{self.deduplicate}Row], key=[{part}], order=[{order}])"
+        end = "unbounded" if self.rank_end is None else str(self.rank_end)
+        return (f"Rank(rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd={end}], partitionBy=[{part}], "
+                f"orderBy=[{order}], select=[{', '.join(self.names())}])")

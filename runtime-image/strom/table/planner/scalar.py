@@ -139,6 +139,11 @@ def _proctime(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, 
     return now, DataType("TIMESTAMP_LTZ", False, 3, time_attr="PROCTIME")
 
 
+def _over_elsewhere(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    raise NotSupportedYet("OVER windows: ROW_NUMBER() OVER (...) runs only as Top-N, in a subquery filtered by "
+                          "WHERE rn <= N in the enclosing query")
+
+
 _CMP: dict[str, Callable[[Any, Any], bool]] = {
     "=": lambda x, y: x == y,
     "<>": lambda x, y: x != y,
@@ -392,5 +397,6 @@ _CALLS: dict[str, Callable[[Expression, list[Fn], list[DataType]], tuple[Fn, Dat
     "like": _like,
     "cast": _cast,
     "to_timestamp_ltz": _to_timestamp_ltz,
+    "row_number_over": _over_elsewhere,
     "proctime": _proctime,
 }

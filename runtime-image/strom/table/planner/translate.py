@@ -29,12 +29,14 @@ from strom.table.planner.plan import (
     DataStreamScanNode,
     GroupAggregateNode,
     PlanNode,
+    RankNode,
     SourceNode,
     UnionAllNode,
     WatermarkAssignerNode,
     WindowAggregateNode,
     WindowTableFunctionNode,
 )
+from strom.table.planner.rank import DeduplicateFunction, TopNFunction
 from strom.table.planner.rows import make_row
 from strom.table.planner.scalar import compile_scalar
 from strom.table.planner.values import java_string
@@ -67,6 +69,9 @@ def _translate(node: PlanNode, env: Any, memo: dict[str, DataStream]) -> DataStr
     if isinstance(node, WindowAggregateNode):
         assert node.input is not None
         return _window_aggregate(node, translate(node.input, env, memo))
+    if isinstance(node, RankNode):
+        assert node.input is not None
+        return _rank(node, translate(node.input, env, memo))
     if isinstance(node, WindowTableFunctionNode):
         assert node.input is not None and node.window is not None
         fn = WindowTableFunction(node.window, node.time_column, node.names())
@@ -202,6 +207,17 @@ def _window_aggregate(node: WindowAggregateNode, ds: DataStream) -> DataStream:
     windowed = keyed.window(window_assigner(node.window))
     out = windowed.aggregate(WindowAggAccumulate(list(node.aggs)), WindowAggEmit(node.names()))
     return out.name(node.describe()).uid(node.uid("window-aggregate"))
+
+
+def _rank(node: RankNode, ds: DataStream) -> DataStream:
+    assert node.input is not None
+    fn: Any
+    if node.deduplicate is not None:
+        fn = DeduplicateFunction(node.deduplicate, node.order[0].index, node.rowtime, node.names(), node.final_only)
+    else:
+        fn = TopNFunction(list(node.order), node.rank_end, node.output_rank, node.names(), node.final_only)
+    keyed = ds.key_by(lambda row, p=tuple(node.partition): tuple(row[i] for i in p))
+    return keyed.process(fn).name(node.describe()).uid(node.uid("rank"))
 
 
 def changelog_string(row: Row) -> str:

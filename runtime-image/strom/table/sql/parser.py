@@ -436,6 +436,8 @@ class SelectParts:
     having: Expression | None
     qualifiers: set[str] = field(default_factory=set)
     distinct: bool = False
+    order_by: list[tuple[Expression, bool, bool]] = field(default_factory=list)  # (expr, desc, nulls_first)
+    limit: int | None = None
 
 
 @dataclass
@@ -463,8 +465,6 @@ class UnionParts:
 
 
 _CLAUSES = [
-    ("order", "ORDER BY"),
-    ("limit", "LIMIT"),
     ("offset", "OFFSET"),
     ("with_", "WITH (common table expressions)"),
     ("with", "WITH (common table expressions)"),
@@ -534,7 +534,26 @@ def select_parts(tree: exp.Expression) -> SelectParts | UnionParts | ValuesParts
         having=tr.expr(having.this) if having is not None else None,
         qualifiers=qualifiers,
         distinct=distinct is not None,
+        order_by=_order_by(tree, tr),
+        limit=_limit(tree),
     )
+
+
+def _order_by(tree: exp.Select, tr: _Translator) -> list[tuple[Expression, bool, bool]]:
+    order = tree.args.get("order")
+    if order is None:
+        return []
+    return [(tr.expr(o.this), bool(o.args.get("desc")), bool(o.args.get("nulls_first"))) for o in order.expressions]
+
+
+def _limit(tree: exp.Select) -> int | None:
+    limit = tree.args.get("limit")
+    if limit is None:
+        return None
+    value = limit.expression
+    if not isinstance(value, exp.Literal) or value.is_string or not re.fullmatch(r"\d+", value.this):
+        raise ValidationException(f"LIMIT takes a non-negative integer literal, got {limit.sql(DIALECT)}")
+    return int(value.this)
 
 
 _BINARY = {
@@ -659,7 +678,7 @@ class _Translator:
         if isinstance(node, exp.Anonymous) and node.name.upper() in FUNCTIONS:
             return Expression("call", node.name.lower(), tuple(self.expr(a) for a in node.expressions))
         if isinstance(node, exp.Window):
-            raise NotSupportedYet("OVER windows")
+            return self._over(node)
         if isinstance(node, (exp.Subquery, exp.Exists)):
             raise NotSupportedYet("subqueries in expressions")
         if isinstance(node, exp.Anonymous):
@@ -667,6 +686,21 @@ class _Translator:
         if isinstance(node, exp.Func):
             raise NotSupportedYet(f"function {node.sql_name()}")
         raise NotSupportedYet(f"expression {node.sql(DIALECT)}")
+
+    def _over(self, node: exp.Window) -> Expression:
+        """ROW_NUMBER() OVER (PARTITION BY .. ORDER BY ..): a `row_number_over` call whose args are the
+        partition expressions then the order expressions; value = (partition count, ((desc, nulls_first), ..)).
+        The planner accepts it only as Top-N or deduplication (a rank filter in the enclosing query)."""
+        if not isinstance(node.this, exp.RowNumber):
+            raise NotSupportedYet(f"OVER windows ({node.this.sql(DIALECT)} OVER ...; ROW_NUMBER() runs as Top-N)")
+        if node.args.get("spec") is not None:
+            raise NotSupportedYet("OVER windows with a frame (ROWS/RANGE BETWEEN)")
+        partition = [self.expr(e) for e in node.args.get("partition_by") or []]
+        order = node.args.get("order")
+        ordered = list(order.expressions) if order is not None else []
+        keys = [self.expr(o.this) for o in ordered]
+        flags = tuple((bool(o.args.get("desc")), bool(o.args.get("nulls_first"))) for o in ordered)
+        return Expression("call", "row_number_over", (*partition, *keys), value=(len(partition), flags))
 
     def _agg(self, node: exp.Expression, name: str) -> Expression:
         arg = node.this
