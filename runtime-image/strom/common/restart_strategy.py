@@ -11,9 +11,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from datetime import timedelta
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from strom.common.config_options import parse_duration_ms
+
+if TYPE_CHECKING:
+    from strom.common.configuration import Configuration
+
+FlinkValue: TypeAlias = str | int | float  # a restart-strategy.* value as Flink's configuration writes it
 
 _TYPE = "restart-strategy.type"
 _PREFIXES = ("restart-strategy.",)
@@ -31,7 +36,7 @@ class RestartStrategyConfiguration(ABC):
     """One restart strategy; `to_configuration()` gives its Flink keys."""
 
     @abstractmethod
-    def to_configuration(self) -> dict[str, Any]:
+    def to_configuration(self) -> dict[str, FlinkValue]:
         """Flink's `restart-strategy.*` keys of this strategy."""
 
     @abstractmethod
@@ -51,7 +56,7 @@ class RestartStrategyConfiguration(ABC):
 
 
 class NoRestartStrategyConfiguration(RestartStrategyConfiguration):
-    def to_configuration(self) -> dict[str, Any]:
+    def to_configuration(self) -> dict[str, FlinkValue]:
         return {_TYPE: "none"}
 
     def get_description(self) -> str:
@@ -61,7 +66,7 @@ class NoRestartStrategyConfiguration(RestartStrategyConfiguration):
 class FallbackRestartStrategyConfiguration(RestartStrategyConfiguration):
     """Use the cluster's restart strategy: the program sets no `restart-strategy.*` key."""
 
-    def to_configuration(self) -> dict[str, Any]:
+    def to_configuration(self) -> dict[str, FlinkValue]:
         return {}
 
     def get_description(self) -> str:
@@ -81,7 +86,7 @@ class FixedDelayRestartStrategyConfiguration(RestartStrategyConfiguration):
     def get_delay_between_attempts_interval(self) -> timedelta:
         return timedelta(milliseconds=self._delay_ms)
 
-    def to_configuration(self) -> dict[str, Any]:
+    def to_configuration(self) -> dict[str, FlinkValue]:
         return {
             _TYPE: "fixed-delay",
             "restart-strategy.fixed-delay.attempts": self._attempts,
@@ -111,7 +116,7 @@ class FailureRateRestartStrategyConfiguration(RestartStrategyConfiguration):
     def get_delay_between_attempts_interval(self) -> timedelta:
         return timedelta(milliseconds=self._delay_ms)
 
-    def to_configuration(self) -> dict[str, Any]:
+    def to_configuration(self) -> dict[str, FlinkValue]:
         return {
             _TYPE: "failure-rate",
             "restart-strategy.failure-rate.max-failures-per-interval": self._rate,
@@ -158,7 +163,7 @@ class ExponentialDelayRestartStrategyConfiguration(RestartStrategyConfiguration)
     def get_jitter_factor(self) -> float:
         return self._jitter
 
-    def to_configuration(self) -> dict[str, Any]:
+    def to_configuration(self) -> dict[str, FlinkValue]:
         return {
             _TYPE: "exponential-delay",
             "restart-strategy.exponential-delay.initial-backoff": f"{self._initial_ms} ms",
@@ -215,7 +220,7 @@ class RestartStrategies:
         )
 
 
-def apply_restart_strategy(conf: Any, strategy: RestartStrategyConfiguration) -> None:
+def apply_restart_strategy(conf: Configuration, strategy: RestartStrategyConfiguration) -> None:
     """Replace the `restart-strategy.*` keys of `conf` (a Configuration) with `strategy`'s."""
     if not isinstance(strategy, RestartStrategyConfiguration):
         raise TypeError(
@@ -227,7 +232,7 @@ def apply_restart_strategy(conf: Any, strategy: RestartStrategyConfiguration) ->
         conf.set(key, value)
 
 
-def restart_strategy_of(conf: Any) -> RestartStrategyConfiguration:
+def restart_strategy_of(conf: Configuration) -> RestartStrategyConfiguration:
     """The strategy the configuration's `restart-strategy.*` keys describe (PyFlink's get_restart_strategy)."""
     raw = conf.get(_TYPE)
     if raw is None or not conf.contains_key(_TYPE):

@@ -27,14 +27,18 @@ import ssl
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 from strom.common import tls_options as keys
 from strom.common.config_options import ConfigError
+
+if TYPE_CHECKING:
+    from strom.common.configuration import Configuration
 
 
 class TlsConfigError(ConfigError):
@@ -76,7 +80,7 @@ class InternalTls:
 
 
 # -- settings (pure) ------------------------------------------------------------------------------
-def _refuse_umbrella(config: Any) -> None:
+def _refuse_umbrella(config: Configuration) -> None:
     if config.contains_key(keys.DEPRECATED_UMBRELLA.key):
         raise TlsConfigError(
             f"{keys.DEPRECATED_UMBRELLA.key} (Flink's deprecated umbrella key) is not supported: set "
@@ -84,7 +88,7 @@ def _refuse_umbrella(config: Any) -> None:
         )
 
 
-def store_settings(config: Any, scope: str) -> StoreSettings:
+def store_settings(config: Configuration, scope: str) -> StoreSettings:
     o = keys.STORE_OPTIONS[scope]
     return StoreSettings(
         scope=scope,
@@ -99,7 +103,7 @@ def store_settings(config: Any, scope: str) -> StoreSettings:
     )
 
 
-def internal_settings(config: Any) -> StoreSettings | None:
+def internal_settings(config: Configuration) -> StoreSettings | None:
     """The internal TLS settings, or None when security.ssl.internal.enabled is false. Raises
     TlsConfigError when enabled without a keystore or truststore."""
     _refuse_umbrella(config)
@@ -115,7 +119,7 @@ def internal_settings(config: Any) -> StoreSettings | None:
     return store
 
 
-def rest_settings(config: Any) -> RestTlsSettings | None:
+def rest_settings(config: Configuration) -> RestTlsSettings | None:
     """The REST TLS settings, or None when security.ssl.rest.enabled is false (plain HTTP)."""
     _refuse_umbrella(config)
     if not config.get(keys.REST_ENABLED):
@@ -149,7 +153,7 @@ def _read(path: str, key: str) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class _Identity:
-    key: Any  # a cryptography private key
+    key: PrivateKeyTypes
     chain: list[x509.Certificate]
 
 
@@ -205,7 +209,9 @@ def load_identity(store: StoreSettings) -> _Identity:
     return _checked_pair(private, chain, store, key_path)
 
 
-def _checked_pair(private: Any, chain: list[x509.Certificate], store: StoreSettings, key_path: str) -> _Identity:
+def _checked_pair(
+    private: PrivateKeyTypes, chain: list[x509.Certificate], store: StoreSettings, key_path: str
+) -> _Identity:
     public = serialization.PublicFormat.SubjectPublicKeyInfo
     der = serialization.Encoding.DER
     if private.public_key().public_bytes(der, public) != chain[0].public_key().public_bytes(der, public):
@@ -294,7 +300,7 @@ def internal_contexts(store: StoreSettings) -> InternalTls:
     return InternalTls(server=server, client=client)
 
 
-def internal_tls(config: Any) -> InternalTls | None:
+def internal_tls(config: Configuration) -> InternalTls | None:
     """This process's internal TLS contexts, or None when internal TLS is off; TlsConfigError when the
     configuration or its material is unusable."""
     store = internal_settings(config)
@@ -342,11 +348,11 @@ def rest_client_context(settings: RestTlsSettings) -> ssl.SSLContext:
     return ctx
 
 
-def rest_server_tls(config: Any) -> ssl.SSLContext | None:
+def rest_server_tls(config: Configuration) -> ssl.SSLContext | None:
     settings = rest_settings(config)
     return None if settings is None else rest_server_context(settings)
 
 
-def rest_client_tls(config: Any) -> ssl.SSLContext | None:
+def rest_client_tls(config: Configuration) -> ssl.SSLContext | None:
     settings = rest_settings(config)
     return None if settings is None else rest_client_context(settings)

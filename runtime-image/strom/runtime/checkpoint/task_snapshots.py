@@ -21,12 +21,13 @@ import logging
 import os
 import pickle
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
 
+from strom.common.ids import CheckpointId, JobId
 from strom.common.key_groups import KeyGroupRange
 from strom.runtime.checkpoint.channel_state import CHANNEL_STATE_SUFFIX, ChannelState, encode_channel_state
 from strom.runtime.checkpoint.layout import SHARED_STATE_DIR, checkpoint_dir, resolve_relative, shared_dir
@@ -86,8 +87,9 @@ def _shared_files(keyed: Any) -> tuple[str, ...]:
     return tuple(files()) if callable(files) else ()
 
 
-Acknowledge = Callable[[int, Any, list[OperatorStateHandle]], None]  # (checkpoint id, task key, handles)
-Decline = Callable[[int, Any, str], None]  # (checkpoint id, task key, reason)
+TaskKey = Hashable  # identity of one subtask, as the coordinator knows it (its `TaskKey`)
+Acknowledge = Callable[[CheckpointId, TaskKey, list[OperatorStateHandle]], None]  # (checkpoint id, task, handles)
+Decline = Callable[[CheckpointId, TaskKey, str], None]  # (checkpoint id, task key, reason)
 
 
 class AsyncSnapshotWriter:
@@ -96,7 +98,7 @@ class AsyncSnapshotWriter:
     def __init__(
         self,
         storage: CheckpointStorage,
-        job_id: str,
+        job_id: JobId,
         *,
         acknowledge: Acknowledge,
         decline: Decline,
@@ -109,12 +111,20 @@ class AsyncSnapshotWriter:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="checkpoint-writer")
 
     def snapshot_taken(
-        self, task_key: Any, checkpoint_id: int, items: list[Any], channel_state: ChannelState | None = None
+        self,
+        task_key: TaskKey,
+        checkpoint_id: CheckpointId,
+        items: list[Any],
+        channel_state: ChannelState | None = None,
     ) -> None:
         self._pool.submit(self._write, task_key, checkpoint_id, items, channel_state)
 
     def _write(
-        self, task_key: Any, checkpoint_id: int, items: list[Any], channel_state: ChannelState | None = None
+        self,
+        task_key: TaskKey,
+        checkpoint_id: CheckpointId,
+        items: list[Any],
+        channel_state: ChannelState | None = None,
     ) -> None:
         try:
             directory = checkpoint_dir(self.job_id, checkpoint_id)
