@@ -68,6 +68,8 @@ def vertex_metrics_from_rest(aggregated: list[Mapping[str, Any]]) -> VertexMetri
             continue
         agg = "max" if name in _MAX_OVER_SUBTASKS else "sum"
         value = entry.get(agg)
+        if value is None:
+            continue
         try:
             values[name] = float(value)  # Flink may send numbers as strings
         except (TypeError, ValueError):

@@ -18,6 +18,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 
 from strom_operator.autoscaler import decisions as d
 from strom_operator.autoscaler.evaluator import Evaluation, evaluate
@@ -32,7 +33,7 @@ from strom_operator.crd.status import format_time
 HOUR_S = 3600.0
 
 
-def task_managers_needed(parallelism: Mapping[str, int], slots_per_task_manager: int) -> int:
+def task_managers_needed(parallelism: Mapping[VertexId, int], slots_per_task_manager: int) -> int:
     """With slot sharing a job needs as many slots as its highest vertex parallelism."""
     slots = max(parallelism.values(), default=1)
     return max(1, math.ceil(slots / slots_per_task_manager))
@@ -150,7 +151,7 @@ def _decide(state: AutoscalerState, settings: AutoscalerSettings, topology: JobT
     changed = [v for v in topology.vertices if final[v.id] != current[v.id]]
     state = replace(state, pending_scale_downs=pending)
     summary = "; ".join(f"{v.name}: {outcomes[v.id]}" for v in topology.vertices)
-    figures_kw = {"vertices": figures, "recommended": recommended, "task_managers": task_managers}
+    figures_kw: dict[str, Any] = {"vertices": figures, "recommended": recommended, "task_managers": task_managers}
     if not changed:
         if delayed_until:
             return decision(state, d.SCALE_DOWN_DELAYED, summary, until=min(delayed_until.values()), **figures_kw)

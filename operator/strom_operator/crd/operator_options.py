@@ -13,10 +13,10 @@ from typing import Any
 
 from strom.common.config_options import ConfigError, ConfigOption
 
-_OPTIONS: dict[str, ConfigOption] = {}
+_OPTIONS: dict[str, ConfigOption[Any]] = {}
 
 
-def _option(key: str, type_: str, default: Any, description: str) -> ConfigOption:
+def _option(key: str, type_: str, default: Any, description: str) -> ConfigOption[Any]:
     opt = ConfigOption(key, type_, default, description)
     _OPTIONS[key] = opt
     return opt
@@ -68,7 +68,7 @@ class OperatorOptions:
         """Parse the options; an invalid value was already reported by validation, so the default
         applies here rather than a crash in the middle of a reconciliation."""
 
-        def get(opt: ConfigOption) -> Any:
+        def get(opt: ConfigOption[Any]) -> Any:
             if opt.key in conf:
                 try:
                     return opt.parse(conf[opt.key])

@@ -187,7 +187,8 @@ def _list_type_errors(node: Mapping[str, Any], path: str) -> Iterator[str]:
     if node.get("type") != "array":
         yield f"{path}.x-kubernetes-list-type: Invalid value: only for arrays"
         return
-    items = node.get("items") if isinstance(node.get("items"), Mapping) else {}
+    raw_items = node.get("items")
+    items: Mapping[str, Any] = raw_items if isinstance(raw_items, Mapping) else {}
     if list_type == "set" and items.get("type") not in SCALARS:
         yield f"{path}.items.type: Invalid value: a set's items must be scalars"
     if list_type != "map":

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
 from strom_operator.crd.operator_options import LAST_STATE_FALLBACK, OperatorOptions
 from strom_operator.crd.spec import FlinkJobSpec
@@ -51,7 +52,7 @@ class Situation:
         return OperatorOptions.from_flink_configuration(self.spec.flink_configuration)
 
 
-def _rec(status: FlinkJobStatus, **changes: object) -> FlinkJobStatus:
+def _rec(status: FlinkJobStatus, **changes: Any) -> FlinkJobStatus:
     return replace(status, reconciliation=replace(status.reconciliation, **changes))
 
 
@@ -111,7 +112,8 @@ def _stop_with_savepoint(s: Situation) -> Step:
             done = record_completed(status, outcome.location or "", s.now)
             return WriteStatus(_rec(done, upgrade_step="DELETE_DEPLOYMENTS", restore_path=outcome.location))
         case SavepointProgress.FAILED:
-            return savepoint_failed(s, _UPGRADE_FAILURE[outcome.failure].format(cause=outcome.cause))
+            kind = outcome.failure or FailureKind.REPORTED  # a FAILED outcome always names its kind
+            return savepoint_failed(s, _UPGRADE_FAILURE[kind].format(cause=outcome.cause))
         case SavepointProgress.IN_PROGRESS:
             return Wait(f"waiting for savepoint {pending.trigger_id} ({format_age(outcome.waited_s)} so far)",
                         status, SOON)

@@ -37,7 +37,8 @@ class KstatusCondition:
 
 def kstatus_conditions(status: Mapping[str, Any]) -> tuple[KstatusCondition, KstatusCondition]:
     """(Reconciling, Stalled) for a FlinkJob status as the operator writes it (FlinkJobStatus.to_dict)."""
-    conditions = {c.get("type"): c for c in status.get("conditions") or () if isinstance(c, Mapping)}
+    conditions = {c["type"]: c for c in status.get("conditions") or ()
+                  if isinstance(c, Mapping) and isinstance(c.get("type"), str)}
     stalled = _stalled(status, conditions)
     if stalled is not None:
         return (KstatusCondition("Reconciling", "False", "Stalled", stalled[1]),

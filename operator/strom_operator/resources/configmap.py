@@ -90,7 +90,7 @@ def engine_configuration(ref: FlinkJobRef, spec: FlinkJobSpec) -> dict[str, str]
 
 
 def render_config_yaml(conf: dict[str, str]) -> str:
-    return yaml.safe_dump(conf, sort_keys=True, default_flow_style=False)
+    return str(yaml.safe_dump(conf, sort_keys=True, default_flow_style=False))
 
 
 def config_hash(conf: dict[str, str]) -> str:
