@@ -30,6 +30,7 @@ from strom.table.planner.translate import blackhole_sink, print_sink, translate
 from strom.table.schema import Schema
 from strom.table.sql import parser as sqlp
 from strom.table.sql.catalog import CATALOG, DATABASE, Catalog, CatalogTable, CatalogView
+from strom.table.sql.flink_syntax import WindowTVF
 from strom.table.table import Table
 from strom.table.table_result import ResultKind, TableResult
 from strom.table.types import DataType, DataTypes, check_value, type_of_value
@@ -268,7 +269,7 @@ class TableEnvironment:
         return self._plan_parts(parts.source)
 
     def _plan_select(self, parts: sqlp.SelectParts) -> PlanNode:
-        if isinstance(parts.source, sqlp.WindowTVF):
+        if isinstance(parts.source, WindowTVF):
             source, window, window_columns = windowing.window_tvf(self._scan(parts.source.table), parts.source)
             if windowing.groups_by_window(parts.group_by):
                 node = source if parts.where is None else builder.filter_(source, parts.where)
