@@ -19,7 +19,7 @@ UNION = "UNION"
 BROADCAST = "BROADCAST"
 
 
-class OperatorListState(ListState):
+class OperatorListState(ListState[Any]):
     def __init__(self, name: str, mode: str) -> None:
         self.name = name
         self.mode = mode
@@ -44,7 +44,7 @@ class OperatorListState(ListState):
         self.values = []
 
 
-class HeapBroadcastState(BroadcastState):
+class HeapBroadcastState(BroadcastState[Any, Any]):
     def __init__(self, name: str) -> None:
         self.name = name
         self.map: dict[Any, Any] = {}
@@ -80,7 +80,7 @@ class HeapBroadcastState(BroadcastState):
         self.map.clear()
 
 
-class ReadOnlyView(BroadcastState):
+class ReadOnlyView(BroadcastState[Any, Any]):
     """Broadcast state as the non-broadcast side sees it: writes are errors."""
 
     def __init__(self, state: HeapBroadcastState) -> None:
@@ -137,10 +137,10 @@ class DefaultOperatorStateStore(OperatorStateStore):
             raise TypeError(f"operator state {d.name!r} was registered with mode {s.mode}, not {mode}")
         return s
 
-    def get_list_state(self, state_descriptor: ListStateDescriptor) -> ListState:
+    def get_list_state(self, state_descriptor: ListStateDescriptor) -> ListState[Any]:
         return self._list(state_descriptor, SPLIT_DISTRIBUTE)
 
-    def get_union_list_state(self, state_descriptor: ListStateDescriptor) -> ListState:
+    def get_union_list_state(self, state_descriptor: ListStateDescriptor) -> ListState[Any]:
         return self._list(state_descriptor, UNION)
 
     def get_broadcast_state(self, state_descriptor: MapStateDescriptor) -> HeapBroadcastState:

@@ -18,7 +18,13 @@ from typing import Any
 
 from strom.common.key_groups import KeyGroupRange, assign_to_key_group
 from strom.runtime.state.api import StateRestoreError, Timer, TimerRegistry, describe_state
-from strom.runtime.state.snapshots import SerializedKeyedState, StateMeta, deserialize_key_group, key_groups_of
+from strom.runtime.state.snapshots import (
+    KeyGroupState,
+    SerializedKeyedState,
+    StateMeta,
+    deserialize_key_group,
+    key_groups_of,
+)
 
 
 def restore_keyed(backend: Any, timer_service: TimerRegistry | None, snapshots: Sequence[Any]) -> None:
@@ -46,7 +52,7 @@ def restore_keyed(backend: Any, timer_service: TimerRegistry | None, snapshots: 
                 continue
             canon = snap.canonical()
             serialized = isinstance(canon, SerializedKeyedState)
-            parts = canon.key_groups if serialized else key_groups_of(canon)
+            parts: dict[int, Any] = canon.key_groups if serialized else key_groups_of(canon)
             for g, part in parts.items():
                 if g not in rng:
                     continue
@@ -54,7 +60,9 @@ def restore_keyed(backend: Any, timer_service: TimerRegistry | None, snapshots: 
                     raise StateRestoreError(
                         f"operator uid {uid!r}: a snapshot of key groups {canon.key_group_range} holds key group {g}"
                     )
-                state = deserialize_key_group(part, operator_uid=uid, key_group=g) if serialized else part
+                state: KeyGroupState = (
+                    deserialize_key_group(part, operator_uid=uid, key_group=g) if serialized else part
+                )
                 for name in state.entries:
                     if name not in tables:
                         raise StateRestoreError(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import cloudpickle
 
@@ -136,8 +136,10 @@ def key_group_blob(state: KeyGroupState) -> bytes:
     try:
         data = pickle.dumps(doc, protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, AttributeError, TypeError):
-        return cloudpickle.dumps(doc, protocol=pickle.HIGHEST_PROTOCOL)
-    return cloudpickle.dumps(doc, protocol=pickle.HIGHEST_PROTOCOL) if b"__main__" in data else data
+        return cast(bytes, cloudpickle.dumps(doc, protocol=pickle.HIGHEST_PROTOCOL))
+    if b"__main__" in data:
+        return cast(bytes, cloudpickle.dumps(doc, protocol=pickle.HIGHEST_PROTOCOL))
+    return data
 
 
 def serialize_key_groups(snapshot: KeyedStateSnapshot) -> dict[int, bytes]:

@@ -98,7 +98,8 @@ class InternalTimerService:
             self._pts.register_timer(nxt, self._fire_processing_timers)
 
     def current_processing_time(self) -> int:
-        return self._pts.now()
+        now: int = self._pts.now()
+        return now
 
     def num_event_time_timers(self) -> int:
         return len(self._event_set)

@@ -76,7 +76,7 @@ class _TtlState:
         return stamped  # type: ignore[no-any-return]
 
 
-class TtlValueState(_TtlState, ValueState):
+class TtlValueState(_TtlState, ValueState[Any]):
     __slots__ = ()
 
     def value(self) -> Any:
@@ -90,7 +90,7 @@ class TtlValueState(_TtlState, ValueState):
             self.inner.update((value, self._now()))
 
 
-class TtlReducingState(_TtlState, ReducingState):
+class TtlReducingState(_TtlState, ReducingState[Any]):
     __slots__ = ("reduce_fn",)
 
     def __init__(self, backend: Any, table: Any, inner: Any, ttl: StateTtlConfig, reduce_fn: Any) -> None:
@@ -110,7 +110,7 @@ class TtlReducingState(_TtlState, ReducingState):
             self.inner.update((self.reduce_fn(stamped[0], value), now))
 
 
-class TtlAggregatingState(_TtlState, AggregatingState):
+class TtlAggregatingState(_TtlState, AggregatingState[Any, Any]):
     __slots__ = ("agg",)
 
     def __init__(self, backend: Any, table: Any, inner: Any, ttl: StateTtlConfig, agg: Any) -> None:
@@ -129,7 +129,7 @@ class TtlAggregatingState(_TtlState, AggregatingState):
         self.inner.update((self.agg.add(value, acc), now))
 
 
-class TtlListState(_TtlState, ListState):
+class TtlListState(_TtlState, ListState[Any]):
     __slots__ = ()
 
     def get(self) -> list[Any]:
@@ -165,7 +165,7 @@ class TtlListState(_TtlState, ListState):
             self.inner.update([(v, now) for v in values])
 
 
-class TtlMapState(_TtlState, MapState):
+class TtlMapState(_TtlState, MapState[Any, Any]):
     __slots__ = ()
 
     def _live(self) -> list[tuple[Any, Any]]:

@@ -102,7 +102,7 @@ class _HeapState:
         return v
 
 
-class HeapValueState(_HeapState, ValueState):
+class HeapValueState(_HeapState, ValueState[Any]):
     def value(self) -> Any:
         return self._map.get(self.backend.current_key)
 
@@ -113,7 +113,7 @@ class HeapValueState(_HeapState, ValueState):
             self._map[self.backend.current_key] = value
 
 
-class HeapListState(_HeapState, ListState):
+class HeapListState(_HeapState, ListState[Any]):
     def get(self) -> list[Any]:
         v = self._map.get(self.backend.current_key)
         return list(v) if v else []
@@ -149,7 +149,7 @@ class HeapListState(_HeapState, ListState):
             m.setdefault(self.backend.current_key, []).extend(merged)
 
 
-class HeapReducingState(_HeapState, ReducingState):
+class HeapReducingState(_HeapState, ReducingState[Any]):
     __slots__ = ("reduce_fn",)
 
     def __init__(self, backend: HeapKeyedStateBackend, table: StateTable, reduce_fn: Any) -> None:
@@ -179,7 +179,7 @@ class HeapReducingState(_HeapState, ReducingState):
             m[k] = acc if k not in m else self.reduce_fn(m[k], acc)
 
 
-class HeapAggregatingState(_HeapState, AggregatingState):
+class HeapAggregatingState(_HeapState, AggregatingState[Any, Any]):
     __slots__ = ("agg",)
 
     def __init__(self, backend: HeapKeyedStateBackend, table: StateTable, agg: Any) -> None:
@@ -219,7 +219,7 @@ class HeapAggregatingState(_HeapState, AggregatingState):
             m[k] = acc if k not in m else self.agg.merge(m[k], acc)
 
 
-class HeapMapState(_HeapState, MapState):
+class HeapMapState(_HeapState, MapState[Any, Any]):
     def _user_map(self, create: bool) -> dict[Any, Any] | None:
         k = self.backend.current_key
         d = self._map.get(k)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import pickle
 import struct
-from typing import Any
+from typing import Any, cast
 
 import cloudpickle
 
@@ -44,9 +44,9 @@ def dumps(value: Any) -> bytes:
     try:
         data = pickle.dumps(value, PROTOCOL)
     except (pickle.PicklingError, AttributeError, TypeError):
-        return cloudpickle.dumps(value, PROTOCOL)
+        return cast(bytes, cloudpickle.dumps(value, PROTOCOL))
     if b"__main__" in data:
-        return cloudpickle.dumps(value, PROTOCOL)
+        return cast(bytes, cloudpickle.dumps(value, PROTOCOL))
     return data
 
 

@@ -38,7 +38,7 @@ class RocksDBSettings:
     local_dir: str
 
 
-def read_option(config: Any, opt: ConfigOption) -> Any:
+def read_option(config: Any, opt: ConfigOption[Any]) -> Any:
     raw = config.get(opt.key) if config is not None else None
     return opt.default if raw is None else opt.parse(raw)
 

@@ -134,10 +134,10 @@ class IncrementalKeyedStateHandle:
 
     def __getstate__(self) -> Any:
         # never pickle the (storage-bound) source: a handle on disk is always unbound
-        return tuple(getattr(self, f) if f != "source" else None for f in self.__slots__)  # type: ignore[attr-defined]
+        return tuple(getattr(self, f) if f != "source" else None for f in self.__slots__)
 
     def __setstate__(self, state: Any) -> None:
-        for f, v in zip(self.__slots__, state, strict=True):  # type: ignore[attr-defined]
+        for f, v in zip(self.__slots__, state, strict=True):
             object.__setattr__(self, f, v)
 
 

@@ -82,7 +82,7 @@ class _Multi(_RocksDBState):
         return list(self.backend.scan(prefix))
 
 
-class RocksDBValueState(_RocksDBState, ValueState):
+class RocksDBValueState(_RocksDBState, ValueState[Any]):
     __slots__ = ()
 
     def value(self) -> Any:
@@ -96,7 +96,7 @@ class RocksDBValueState(_RocksDBState, ValueState):
             self.backend.db.put(self._key(), _dumps(value))
 
 
-class RocksDBListState(_Multi, ListState):
+class RocksDBListState(_Multi, ListState[Any]):
     __slots__ = ()
 
     def get(self) -> list[Any]:
@@ -142,7 +142,7 @@ class RocksDBListState(_Multi, ListState):
             db.write(batch)
 
 
-class RocksDBReducingState(_RocksDBState, ReducingState):
+class RocksDBReducingState(_RocksDBState, ReducingState[Any]):
     __slots__ = ("reduce_fn",)
 
     def __init__(self, backend: RocksDBKeyedStateBackend, table: RocksDBTable, reduce_fn: Any) -> None:
@@ -172,7 +172,7 @@ class RocksDBReducingState(_RocksDBState, ReducingState):
             db.put(k, _dumps(acc if cur is None else self.reduce_fn(_loads(cur), acc)))
 
 
-class RocksDBAggregatingState(_RocksDBState, AggregatingState):
+class RocksDBAggregatingState(_RocksDBState, AggregatingState[Any, Any]):
     __slots__ = ("agg",)
 
     def __init__(self, backend: RocksDBKeyedStateBackend, table: RocksDBTable, agg: Any) -> None:
@@ -213,7 +213,7 @@ class RocksDBAggregatingState(_RocksDBState, AggregatingState):
             db.put(k, _dumps(acc if cur is None else self.agg.merge(_loads(cur), acc)))
 
 
-class RocksDBMapState(_Multi, MapState):
+class RocksDBMapState(_Multi, MapState[Any, Any]):
     __slots__ = ()
 
     def get(self, key: Any) -> Any:
