@@ -436,6 +436,21 @@ def test_incremental_restore_of_the_same_key_groups_reuses_uploaded_files(tmp_pa
     be.close()
 
 
+def test_an_incremental_handle_pickled_under_its_old_module_path_still_loads():
+    """Checkpoints written before the state package was split name the class
+    strom.runtime.state.rocksdb_snapshots.IncrementalKeyedStateHandle; a restart from one must find it."""
+    import pickle
+
+    handle = IncrementalKeyedStateHandle(
+        "uid-1", MAX_P, KeyGroupRange(0, MAX_P - 1), (), {"000009.sst": "../shared/a"}, {"CURRENT": b"M\n"}, b"", 7
+    )
+    new_path, old_path = b"strom.runtime.state.rocksdb.snapshots", b"strom.runtime.state.rocksdb_snapshots"
+    data = pickle.dumps(handle, protocol=0)  # protocol 0 names classes as plain text lines
+    assert new_path in data
+    loaded = pickle.loads(data.replace(new_path, old_path))
+    assert type(loaded) is IncrementalKeyedStateHandle and loaded == handle
+
+
 def test_a_full_rocksdb_snapshot_is_consistent_while_processing_goes_on():
     be = make_backend("rocksdb")
     s = be.get_state(ValueStateDescriptor("v"))
