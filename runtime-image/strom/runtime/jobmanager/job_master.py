@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import cloudpickle
 
 from strom.common import config_options as opts
+from strom.common.job_status import JobStatus
 from strom.graph.job_graph import JobGraph, create_job_graph
 from strom.graph.stream_graph import StreamGraph
 from strom.runtime.checkpoint.coordinator import TaskGateway
@@ -63,7 +64,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("strom.runtime.jobmaster")
 
-TERMINAL_JOB_STATES = ("FINISHED", "FAILED", "CANCELED", "SUSPENDED")
+# Flink's JobStatus.isTerminalState (FINISHED, FAILED, CANCELED, SUSPENDED), from the one table in strom.common
+TERMINAL_JOB_STATES = tuple(s for s in JobStatus if s.is_terminal_state())
 TERMINAL_TASK_STATES = ("FINISHED", "FAILED", "CANCELED")
 # the longest a stop-with-savepoint waits for the tasks to end after the savepoint (a lost TaskManager)
 STOP_TIMEOUT_S = 30.0
