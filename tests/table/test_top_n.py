@@ -172,3 +172,24 @@ def test_top_n_errors() -> None:
     with pytest.raises(TableException) as e:
         t_env.execute_sql("SELECT name FROM items ORDER BY nope LIMIT 2")
     assert "unknown column 'nope'" in str(e.value)
+
+
+def test_table_api_order_by_fetch_and_limit() -> None:
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE items (name VARCHAR, category VARCHAR, price INTEGER, amount INTEGER)")
+    con.executemany("INSERT INTO items VALUES (?, ?, ?, ?)", ROWS)
+    from strom.table.expressions import col
+
+    streaming = _t_env(True).from_path("items")
+    with streaming.order_by(col("amount").desc).fetch(3).select(col("name")).execute().collect() as rows:
+        got = reduce_changelog(list(rows))
+    assert got == duckdb_table({"items": (COLUMNS, ROWS)}, "SELECT name FROM items ORDER BY amount DESC LIMIT 3")
+    with pytest.raises(TableException):
+        streaming.order_by(col("amount")).execute()
+    batch = _t_env(False).from_path("items")
+    with batch.order_by(col("price").asc, col("name").desc).execute().collect() as rows:
+        assert [tuple(r) for r in rows] == con.execute("SELECT * FROM items ORDER BY price, name DESC").fetchall()
+    with batch.where(col("price") > 3).limit(2).execute().collect() as rows:
+        assert len(list(rows)) == 2

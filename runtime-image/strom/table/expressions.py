@@ -218,6 +218,16 @@ class Expression:
     day = days
 
     @property
+    def asc(self) -> Expression:
+        """Ascending order in Table.order_by (nulls first, as Flink)."""
+        return Expression("call", "asc", (self,))
+
+    @property
+    def desc(self) -> Expression:
+        """Descending order in Table.order_by (nulls last, as Flink)."""
+        return Expression("call", "desc", (self,))
+
+    @property
     def start(self) -> Expression:
         """`col('w').start`: the start of group window `w`."""
         return Expression("call", "window_start_of", (self,))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from strom.table.errors import NotSupportedYet
 from strom.table.expressions import Expression
-from strom.table.planner import builder, column_ops, windowing
+from strom.table.planner import builder, column_ops, top_n, windowing
 from strom.table.planner.plan import PlanNode
 from strom.table.schema import TableSchema
 
@@ -45,6 +45,29 @@ class Table:
 
     def distinct(self) -> Table:
         return Table(self._t_env, builder.distinct(self._node, self._t_env._final_only))
+
+    def order_by(self, *fields: Expression) -> SortedTable:
+        """Sort by columns (`col('a').desc`); streaming needs a fetch/limit after it, as in Flink."""
+        order = []
+        for e in _exprs(fields, "order_by"):
+            desc = e.op == "call" and e.name == "desc"
+            inner = e.args[0] if e.op == "call" and e.name in ("asc", "desc") else e
+            order.append((inner, desc, not desc))
+        return SortedTable(self, order)
+
+    def limit(self, fetch: int, offset: int = 0) -> Table:
+        """The first `fetch` rows (of the sorted table after order_by)."""
+        return self._limited([], fetch, offset)
+
+    def fetch(self, fetch: int) -> Table:
+        return self.limit(fetch)
+
+    def _limited(self, order: list[Any], fetch: int, offset: int) -> Table:
+        if offset:
+            raise NotSupportedYet("OFFSET (Table.limit with an offset)")
+        if not isinstance(fetch, int) or isinstance(fetch, bool) or fetch < 0:
+            raise TypeError(f"Table.limit/fetch takes a non-negative int, got {fetch!r}")
+        return Table(self._t_env, top_n.sort_limit(self._node, order, fetch, self._t_env._final_only))
 
     def window(self, window: Any) -> GroupWindowedTable:
         """A group window (strom.table.window.Tumble/Slide) to group by, as in PyFlink."""
@@ -105,6 +128,26 @@ class Table:
 
     def __str__(self) -> str:
         return f"Table({', '.join(self._node.names())})"
+
+
+class SortedTable(Table):
+    """`table.order_by(...)`: the sort is planned when the table is used, so that `.fetch(n)`/`.limit(n)`
+    after it make a Top-N (streaming refuses a sort without one, as Flink does)."""
+
+    def __init__(self, table: Table, order: list[Any]) -> None:
+        self._t_env = table._t_env
+        self._base = table
+        self._order = order
+
+    @property  # type: ignore[override]
+    def _node(self) -> PlanNode:
+        return top_n.sort_limit(self._base._node, self._order, None, self._t_env._final_only)
+
+    def limit(self, fetch: int, offset: int = 0) -> Table:
+        return self._base._limited(self._order, fetch, offset)
+
+    def fetch(self, fetch: int) -> Table:
+        return self.limit(fetch)
 
 
 class GroupWindowedTable:
@@ -168,9 +211,6 @@ for _name, _feature in {
     "minus_all": "MINUS ALL",
     "intersect": "INTERSECT",
     "intersect_all": "INTERSECT ALL",
-    "order_by": "ORDER BY",
-    "fetch": "FETCH",
-    "limit": "LIMIT",
     "offset": "OFFSET",
     "map": "user-defined scalar functions",
     "flat_map": "user-defined table functions",
