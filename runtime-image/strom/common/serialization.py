@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 
@@ -18,6 +19,19 @@ class Encoder:
 
     def encode(self, value: Any) -> bytes:
         return (str(value) + "\n").encode(self.charset)
+
+    def encoder_for(self, type_info: Any) -> Callable[[Any], bytes]:
+        """How this encoder writes a record of a stream declared as `type_info`. PyFlink's simple string
+        encoder is Java's SimpleStringEncoder, which writes the Java object's toString: `(And,5)` for a
+        Types.TUPLE record, `+I[And, 5]` for a Types.ROW one, `true` for a BOOLEAN (as print() writes them,
+        java_strings.py); an untyped stream's records as str(value). A subclass that overrides `encode`
+        keeps its own."""
+        if type(self).encode is not Encoder.encode:
+            return self.encode
+        from strom.common.java_strings import java_formatter
+
+        text, charset = java_formatter(type_info), self.charset
+        return lambda value: (text(value) + "\n").encode(charset)
 
 
 class SerializationSchema(ABC):

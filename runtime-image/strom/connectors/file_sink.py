@@ -172,7 +172,7 @@ class FileSinkWriter(PrecommittingSinkWriter):
         # with checkpointing, closed parts wait here for prepare_commit
         self._pending: list[tuple[str, str]] | None = [] if context.checkpointing else None
         self._base = local_path(sink.base_path)
-        self._encode = sink.encoder.encode
+        self._encode = sink.encoder.encoder_for(getattr(sink, "input_type", None))  # Java's string form of the declared type
         self._assigner = sink.bucket_assigner
         self._policy = sink.rolling_policy
         self._config = sink.output_file_config
@@ -304,6 +304,11 @@ class FileSink(TwoPhaseCommittingSink):
         # one id per sink object, i.e. per submission of the program: it travels in the job graph, so every
         # attempt (and a JobManager that recovers the job) knows its own in-progress files by it
         self.sink_id = uuid.uuid4().hex
+        self.input_type: Any = None  # the declared type of the stream written (bind_input_type)
+
+    def bind_input_type(self, type_info: Any) -> None:
+        """Called by `DataStream.sink_to`: records are written as Java's string form of this type."""
+        self.input_type = type_info
 
     @staticmethod
     def for_row_format(base_path: str, encoder: Encoder) -> RowFormatBuilder:

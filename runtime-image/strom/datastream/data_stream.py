@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from strom.common.row import Row
 from strom.common.time import Duration, to_millis
 from strom.common.typeinfo import TypeInformation, check_type_info
 from strom.connectors.sink_base import Sink
@@ -289,6 +290,9 @@ class DataStream:
 
     def sink_to(self, sink: Any) -> DataStreamSink:
         name = getattr(sink, "sink_name", type(sink).__name__)
+        bind = getattr(sink, "bind_input_type", None)
+        if callable(bind):
+            bind(self._t.output_type)  # a sink that writes text writes it as PyFlink's Java side would
         return self._sink(f"Sink: {name}", OperatorDescriptor("sink_v2", params={"sink": sink}))
 
     def execute_and_collect(self, job_execution_name: str | None = None, limit: int | None = None) -> Any:
@@ -382,6 +386,14 @@ class KeyedStream(DataStream):
 
     def get_key_selector(self) -> Any:
         return self._key_selector
+
+    def execute_and_collect(self, job_execution_name: str | None = None, limit: int | None = None) -> Any:
+        """PyFlink's KeyedStream carries `Row(key, value)` records (its key_by maps every value to one; its
+        `_values()` strips the key again for the operators after it), and `execute_and_collect`, inherited
+        from DataStream, yields those records as they are: `Row(f0=key, f1=value)`. So does Strom."""
+        selector = self._key_selector
+        pairs = self._origin.map(lambda value: Row(f0=selector.get_key(value), f1=value))
+        return pairs.execute_and_collect(job_execution_name, limit)
 
     def _keyed(self, name: str, operator: OperatorDescriptor, output_type: TypeInformation | None) -> Transformation:
         return self._one_input(name, operator, output_type, key_selectors=(self._key_selector,))
