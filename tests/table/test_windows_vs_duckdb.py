@@ -236,3 +236,32 @@ def test_watermark_declarations_are_checked() -> None:
         t_env.execute_sql("CREATE TABLE t (ts TIMESTAMP(3), WATERMARK FOR ts AS 5) WITH ('connector' = 'datagen')")
     assert "expected a TIMESTAMP" in str(e.value)
     assert t_env.list_tables() == []  # nothing half-registered
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_batch_mode_has_no_late_rows_streaming_drops_them(streaming: bool) -> None:
+    """Timestamps (id * 7) % 30 seconds for ids 0..29: every second once, far out of order. Streaming
+    (one datagen subtask, watermark = the highest timestamp) drops the rows whose 10 s window had already
+    closed when they came (plain-Python reference below); BATCH has no late rows: 10 per window."""
+    from strom.table import EnvironmentSettings, TableEnvironment
+
+    settings = EnvironmentSettings.in_streaming_mode() if streaming else EnvironmentSettings.in_batch_mode()
+    t_env = TableEnvironment.create(settings)
+    t_env.get_config().set("parallelism.default", "1")
+    t_env.execute_sql(
+        "CREATE TABLE shuffled (id BIGINT, ts AS TO_TIMESTAMP_LTZ(((id * 7) % 30) * 1000, 3), "
+        "WATERMARK FOR ts AS ts) WITH ('connector' = 'datagen', 'fields.id.kind' = 'sequence', "
+        "'fields.id.start' = '0', 'fields.id.end' = '29')")
+    got = _final_rows(t_env.execute_sql(
+        "SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE shuffled, DESCRIPTOR(ts), INTERVAL '10' SECOND)) "
+        "GROUP BY window_start, window_end"))
+    counts = {0: 0, 10: 0, 20: 0}
+    watermark = None
+    for i in range(30):
+        second = (i * 7) % 30
+        start = second // 10 * 10
+        if not streaming or watermark is None or (start + 10) * 1000 - 1 > watermark:
+            counts[start] += 1
+        watermark = second * 1000 if watermark is None else max(watermark, second * 1000)
+    assert (counts != {0: 10, 10: 10, 20: 10}) == streaming  # the data really has late rows in streaming
+    assert got == {(EPOCH + datetime.timedelta(seconds=s), n): 1 for s, n in counts.items() if n}

@@ -192,7 +192,7 @@ class TableEnvironment:
                 raise ValidationException(
                     f"table {obj.name!r} is unbounded; batch mode needs bounded sources (set 'number-of-rows')"
                 )
-        return table_node(obj)
+        return table_node(obj, batch=self._final_only)
 
     # -- SQL -------------------------------------------------------------------------------------
     def sql_query(self, query: str) -> Table:
@@ -412,7 +412,7 @@ def _reads_data_stream(node: PlanNode) -> bool:
     return isinstance(node, DataStreamScanNode) or any(_reads_data_stream(i) for i in node.inputs)
 
 
-def table_node(obj: CatalogTable) -> PlanNode:
+def table_node(obj: CatalogTable, batch: bool = False) -> PlanNode:
     """A catalog table as a plan: its connector's physical columns, then its computed columns in declared
     order (a Calc), then its watermark (which makes the column a ROWTIME attribute)."""
     node: PlanNode = SourceNode(list(obj.columns), table_name=f"{CATALOG}.{DATABASE}.{obj.name}",
@@ -421,7 +421,7 @@ def table_node(obj: CatalogTable) -> PlanNode:
         computed = dict(obj.computed)
         node = builder.select(node, [computed[n].alias(n) if n in computed else col(n) for n in obj.order])
     if obj.watermark is not None:
-        node = windowing.watermark_assigner(node, obj.watermark[0], obj.watermark[1], obj.name)
+        node = windowing.watermark_assigner(node, obj.watermark[0], obj.watermark[1], obj.name, batch=batch)
     return node
 
 

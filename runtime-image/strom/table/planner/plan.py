@@ -141,6 +141,7 @@ class WatermarkAssignerNode(PlanNode):
     input: PlanNode | None = None
     rowtime: int = 0
     watermark: Expression | None = None
+    batch: bool = False  # BATCH: timestamps only, no watermarks before the end of the input
 
     @property
     def inputs(self) -> list[PlanNode]:

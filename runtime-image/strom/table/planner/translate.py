@@ -144,7 +144,10 @@ def _watermark_assigner(node: WatermarkAssignerNode, ds: DataStream, env: Any) -
     assert node.input is not None and node.watermark is not None
     watermark_of, _ = compile_scalar(node.watermark, node.input.columns)
     interval = _auto_watermark_interval(env)
-    strategy = WatermarkStrategy.for_generator(lambda: SqlWatermarkGenerator(watermark_of, interval))
+    if node.batch:
+        strategy = WatermarkStrategy.no_watermarks()
+    else:
+        strategy = WatermarkStrategy.for_generator(lambda: SqlWatermarkGenerator(watermark_of, interval))
     strategy = strategy.with_timestamp_assigner(RowtimeExtractor(node.rowtime, node.names()[node.rowtime]))
     out = ds.assign_timestamps_and_watermarks(strategy).name(node.describe()).uid(node.uid("watermark-assigner"))
     return _same_parallelism(out, ds)

@@ -22,7 +22,10 @@ from strom.table.types import DataType
 WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
 
 
-def watermark_assigner(node: PlanNode, column: str, expression: Expression, table: str) -> PlanNode:
+def watermark_assigner(node: PlanNode, column: str, expression: Expression, table: str,
+                       batch: bool = False) -> PlanNode:
+    """The rowtime column marked ROWTIME behind a WatermarkAssigner; in BATCH the assigner only sets record
+    timestamps (a bounded input has no late rows: everything is on time for the end-of-input watermark)."""
     index = column_index(column, node.columns)
     t = node.columns[index][1]
     if not t.is_timestamp or (t.precision or 0) > 3:
@@ -34,7 +37,7 @@ def watermark_assigner(node: PlanNode, column: str, expression: Expression, tabl
                                   f"TIMESTAMP such as {column} - INTERVAL '5' SECOND")
     columns = list(node.columns)
     columns[index] = (column, DataType(t.root, t.nullable, t.precision, time_attr="ROWTIME"))
-    return WatermarkAssignerNode(columns, input=node, rowtime=index, watermark=expression)
+    return WatermarkAssignerNode(columns, input=node, rowtime=index, watermark=expression, batch=batch)
 
 
 def _time_attribute(node: PlanNode, column: str, what: str) -> DataType:
