@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from strom.common.ids import OperatorUid
 from strom.common.key_groups import compute_default_max_parallelism
 from strom.graph.job_sources import register_job_sources
 from strom.graph.transformations import (
@@ -21,6 +22,10 @@ from strom.graph.transformations import (
     PartitionerSpec,
     Transformation,
 )
+
+if TYPE_CHECKING:  # annotations only: the graph module stays as light to import as before
+    from strom.common.configuration import Configuration
+    from strom.common.python_dependencies import PythonDependencies
 
 
 class GraphBuildError(ValueError):
@@ -44,7 +49,7 @@ class StreamNode:
     parallelism: int
     max_parallelism: int
     slot_sharing_group: str
-    uid: str
+    uid: OperatorUid
     in_edges: list[StreamEdge] = field(default_factory=list)
     out_edges: list[StreamEdge] = field(default_factory=list)
 
@@ -68,11 +73,11 @@ class StreamGraph:
     edges: list[StreamEdge]
     chaining_enabled: bool
     max_parallelism: int
-    config: Any = None
+    config: Configuration | None = None  # the job's own settings (the cluster's are layered under them at submit)
     # the job file's text by co_filename, for source lines in tracebacks on TaskManagers (job_sources.py)
     job_sources: dict[str, str] = field(default_factory=dict)
     # the job's python.* files, archives and requirements (strom.common.python_dependencies), or None
-    python_dependencies: Any = None
+    python_dependencies: PythonDependencies | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # The dependencies first: unpickling them puts the job's files on sys.path (python_environment),
@@ -137,7 +142,7 @@ def generate_stream_graph(
     max_parallelism: int,
     chaining_enabled: bool,
     parallelism_overrides: dict[str, str] | None = None,
-    config: Any = None,
+    config: Configuration | None = None,
 ) -> StreamGraph:
     """Build the StreamGraph of every transformation registered with the environment."""
     nodes: dict[int, StreamNode] = {}
@@ -168,7 +173,7 @@ def generate_stream_graph(
         job_max = max_parallelism
         p = parallelism_of(t)
         mp = t.max_parallelism if t.max_parallelism is not None else job_max
-        uid = t.uid or f"{t.name}#{t.id}"
+        uid = OperatorUid(t.uid or f"{t.name}#{t.id}")
         if t.uid is not None:
             if t.uid in uids:
                 raise GraphBuildError(

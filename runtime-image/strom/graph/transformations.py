@@ -11,6 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# `Any` below is the user's side of the boundary: PyFlink accepts a plain callable or a function object
+# (KeySelector, MapFunction, Partitioner, ...) and any TypeInformation or OutputTag; the graphs only carry
+# them to the runtime, which calls them.
+
 CHAIN_ALWAYS = "ALWAYS"
 CHAIN_HEAD = "HEAD"
 CHAIN_NEVER = "NEVER"
