@@ -63,3 +63,26 @@ def test_the_table_covers_the_modules_the_issue_names() -> None:
 
 def test_the_readme_links_the_table() -> None:
     assert "docs/pyflink-parity.md" in (DOC.parents[1] / "README.md").read_text()
+
+
+REFUSED = [r for r in ROWS if not r["strom"] and r["note"].strip().startswith("refused")]
+
+
+@pytest.mark.parametrize("row", REFUSED, ids=[f"{r['pyflink']}.{r['name']}" for r in REFUSED])
+def test_a_refused_name_imports_and_refuses_its_use_in_one_line(row: re.Match[str]) -> None:
+    """The table says why a name is left out; using the name says so too, in one line naming it, rather than
+    an ImportError at the top of a PyFlink program."""
+    from strom.common.unsupported import UnsupportedFeatureError
+
+    module = importlib.import_module("strom" + row["pyflink"][len("pyflink"):])
+    refused = getattr(module, row["name"])
+    for use in (lambda: refused(), lambda: refused.builder(), lambda: refused.EXACTLY_ONCE):
+        with pytest.raises(UnsupportedFeatureError) as e:
+            use()
+        message = str(e.value)
+        assert message.startswith(f"{row['name']} is not available in Strom: ") and "\n" not in message
+
+
+def test_every_missing_name_is_refused_or_says_why() -> None:
+    missing = [r for r in ROWS if not r["strom"]]
+    assert all(r["note"].strip() for r in missing), [r["name"] for r in missing if not r["note"].strip()]

@@ -47,7 +47,13 @@ from strom.common.job_id import JobID
 from strom.common.job_status import JobStatus
 from strom.common.restart_strategy import RestartStrategies, RestartStrategyConfiguration
 from strom.common.row import Row, RowKind
-from strom.common.serialization import DeserializationSchema, Encoder, SerializationSchema, SimpleStringSchema
+from strom.common.serialization import (
+    DeserializationSchema,
+    Encoder,
+    SerializationSchema,
+    SimpleStringSchema,
+    TypeSerializer,
+)
 from strom.common.time import Duration, Instant, Time
 from strom.common.typeinfo import RowTypeInfo, TupleTypeInfo, TypeInformation, Types
 from strom.common.watermark_strategy import (
@@ -83,6 +89,7 @@ __all__ = [
     "Time",
     "TimestampAssigner",
     "TupleTypeInfo",
+    "TypeSerializer",
     "TypeInformation",
     "Types",
     "Watermark",

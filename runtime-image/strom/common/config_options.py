@@ -506,3 +506,18 @@ CLUSTER_SECRET_FILE = option(
     "A file holding the cluster secret, read when neither STROM_CLUSTER_SECRET nor security.cluster-secret is "
     "set; the first process that needs it creates it (mode 0600, random), as Erlang's cookie file.",
 )
+
+
+# PyFlink's typed option builder (ConfigOptions.key("k").string_type()...) is not offered: options are Flink
+# keys set on a Configuration, each declared once in this registry
+def _refused_config_options() -> type:
+    from strom.common.refused_names import refused_name
+
+    return refused_name(
+        "ConfigOptions", "options are Flink keys, each declared once in Strom's registry",
+        "set the key on a Configuration: config.set_string('pipeline.name', 'job')",
+    )
+
+
+ConfigOptions = _refused_config_options()
+

@@ -6,6 +6,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
+from strom.common.refused_names import refused_name
+
 
 class Encoder:
     """Turns a record into bytes for a row-format file sink."""
@@ -32,6 +34,16 @@ class Encoder:
 
         text, charset = java_formatter(type_info), self.charset
         return lambda value: (text(value) + "\n").encode(charset)
+
+
+BulkWriterFactory = refused_name(
+    "BulkWriterFactory", "Strom writes row formats only (no Parquet, ORC or Avro bulk writers)",
+    "write rows with FileSink.for_row_format(path, Encoder.simple_string_encoder())",
+)
+TypeSerializer = refused_name(
+    "TypeSerializer", "Strom pickles records and state; no serializer is pluggable",
+    "declare the type with Types.* (it shapes values as PyFlink's coders do)",
+)
 
 
 class SerializationSchema(ABC):

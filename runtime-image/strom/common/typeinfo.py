@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from strom.common.declared_numbers import INTEGER_BITS, check_integer, to_float32, wrap_integer
+from strom.common.refused_names import refused_name
 from strom.common.row import Row
 
 
@@ -168,6 +169,104 @@ class ContainerTypeInfo(TypeInformation):
         self.name = f"{name}<" + ", ".join(repr(t) for t in element_types) + ">"
 
 
+# PyFlink's public type info classes, as `Types.*` returns them (isinstance checks in user code work).
+class BasicArrayTypeInfo(ContainerTypeInfo):
+    """An array of a basic type (`Types.BASIC_ARRAY`); a Python list."""
+
+    def __init__(self, element_type: TypeInformation) -> None:
+        super().__init__("BASIC_ARRAY", element_type)
+
+    def get_element_type(self) -> TypeInformation:
+        return self.element_types[0]
+
+
+class PrimitiveArrayTypeInfo(ContainerTypeInfo):
+    """An array of a primitive type (`Types.PRIMITIVE_ARRAY`); a Python list."""
+
+    def __init__(self, element_type: TypeInformation) -> None:
+        super().__init__("PRIMITIVE_ARRAY", element_type)
+
+    def get_element_type(self) -> TypeInformation:
+        return self.element_types[0]
+
+
+class ObjectArrayTypeInfo(ContainerTypeInfo):
+    """An array of any type (`Types.OBJECT_ARRAY`); a Python list."""
+
+    def __init__(self, element_type: TypeInformation) -> None:
+        super().__init__("OBJECT_ARRAY", element_type)
+
+    def get_element_type(self) -> TypeInformation:
+        return self.element_types[0]
+
+
+class ListTypeInfo(ContainerTypeInfo):
+    """A list (`Types.LIST`); a Python list."""
+
+    def __init__(self, element_type: TypeInformation) -> None:
+        super().__init__("LIST", element_type)
+
+    def get_element_type(self) -> TypeInformation:
+        return self.element_types[0]
+
+
+class MapTypeInfo(ContainerTypeInfo):
+    """A map (`Types.MAP`); a Python dict."""
+
+    def __init__(self, key_type_info: TypeInformation, value_type_info: TypeInformation) -> None:
+        super().__init__("MAP", key_type_info, value_type_info)
+
+    def get_key_type(self) -> TypeInformation:
+        return self.element_types[0]
+
+    def get_value_type(self) -> TypeInformation:
+        return self.element_types[1]
+
+
+class InstantTypeInfo(BasicTypeInfo):
+    """`Types.INSTANT()`: a strom.common.Instant."""
+
+    def __init__(self) -> None:
+        super().__init__("INSTANT", object)
+
+
+class DateTypeInfo(BasicTypeInfo):
+    """`Types.SQL_DATE()`: a datetime.date."""
+
+    def __init__(self) -> None:
+        super().__init__("SQL_DATE", object)
+
+
+class TimeTypeInfo(BasicTypeInfo):
+    """`Types.SQL_TIME()`: a datetime.time."""
+
+    def __init__(self) -> None:
+        super().__init__("SQL_TIME", object)
+
+
+class TimestampTypeInfo(BasicTypeInfo):
+    """`Types.SQL_TIMESTAMP()`: a datetime.datetime."""
+
+    def __init__(self) -> None:
+        super().__init__("SQL_TIMESTAMP", object)
+
+
+class SqlTimeTypeInfo:
+    """PyFlink's factory of the SQL time types."""
+
+    @staticmethod
+    def DATE() -> DateTypeInfo:
+        return DateTypeInfo()
+
+    @staticmethod
+    def TIME() -> TimeTypeInfo:
+        return TimeTypeInfo()
+
+    @staticmethod
+    def TIMESTAMP() -> TimestampTypeInfo:
+        return TimestampTypeInfo()
+
+
 class Types:
     """Factory of type descriptions with PyFlink's names."""
 
@@ -217,19 +316,19 @@ class Types:
 
     @staticmethod
     def SQL_DATE() -> TypeInformation:
-        return BasicTypeInfo("SQL_DATE", object)
+        return DateTypeInfo()
 
     @staticmethod
     def SQL_TIME() -> TypeInformation:
-        return BasicTypeInfo("SQL_TIME", object)
+        return TimeTypeInfo()
 
     @staticmethod
     def SQL_TIMESTAMP() -> TypeInformation:
-        return BasicTypeInfo("SQL_TIMESTAMP", object)
+        return TimestampTypeInfo()
 
     @staticmethod
     def INSTANT() -> TypeInformation:
-        return BasicTypeInfo("INSTANT", object)
+        return InstantTypeInfo()
 
     @staticmethod
     def PICKLED_BYTE_ARRAY() -> TypeInformation:
@@ -249,23 +348,29 @@ class Types:
 
     @staticmethod
     def PRIMITIVE_ARRAY(element_type: TypeInformation) -> TypeInformation:
-        return ContainerTypeInfo("PRIMITIVE_ARRAY", element_type)
+        return PrimitiveArrayTypeInfo(element_type)
 
     @staticmethod
     def BASIC_ARRAY(element_type: TypeInformation) -> TypeInformation:
-        return ContainerTypeInfo("BASIC_ARRAY", element_type)
+        return BasicArrayTypeInfo(element_type)
 
     @staticmethod
     def OBJECT_ARRAY(element_type: TypeInformation) -> TypeInformation:
-        return ContainerTypeInfo("OBJECT_ARRAY", element_type)
+        return ObjectArrayTypeInfo(element_type)
 
     @staticmethod
     def LIST(element_type: TypeInformation) -> TypeInformation:
-        return ContainerTypeInfo("LIST", element_type)
+        return ListTypeInfo(element_type)
 
     @staticmethod
     def MAP(key_type: TypeInformation, value_type: TypeInformation) -> TypeInformation:
-        return ContainerTypeInfo("MAP", key_type, value_type)
+        return MapTypeInfo(key_type, value_type)
+
+
+ExternalTypeInfo = refused_name(
+    "ExternalTypeInfo", "it bridges a Table API DataType into a DataStream in PyFlink's Java planner",
+    "convert with StreamTableEnvironment.to_data_stream, whose records carry Types.ROW_NAMED",
+)
 
 
 def check_type_info(value: Any, *, argument: str) -> TypeInformation | None:

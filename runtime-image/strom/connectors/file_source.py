@@ -273,6 +273,10 @@ class FileSource(Source):
     def for_record_stream_format(stream_format: StreamFormat, *paths: str) -> FileSourceBuilder:
         return FileSourceBuilder(stream_format, paths)
 
+    def get_produced_type(self) -> Any:
+        """The record type the format declares (CsvReaderFormat: its schema's Types.ROW_NAMED), else None."""
+        return getattr(self.stream_format, "produced_type", None)
+
     def get_boundedness(self) -> Boundedness:
         if self.monitor_interval_ms is None:
             return Boundedness.BOUNDED

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from strom.common.refused_names import refused_name
 from strom.common.time import Duration, to_millis
 from strom.common.typeinfo import TypeInformation
 from strom.datastream.functions import (
@@ -337,7 +338,13 @@ class AllWindowedStream(_WindowedBase):
         return super().side_output_late_data(output_tag)  # type: ignore[no-any-return]
 
 
+_NO_SERIALIZERS = "Strom's windows are Python objects, pickled with the state that holds them"
+TimeWindowSerializer = refused_name("TimeWindowSerializer", _NO_SERIALIZERS, "use TimeWindow itself")
+CountWindowSerializer = refused_name("CountWindowSerializer", _NO_SERIALIZERS, "use CountWindow itself")
+
 __all__ = [
+    "CountWindowSerializer",
+    "TimeWindowSerializer",
     "AllWindowedStream",
     "ContinuousEventTimeTrigger",
     "ContinuousProcessingTimeTrigger",

@@ -1,6 +1,6 @@
 """Sources and sinks for DataStream programs (`pyflink.datastream.connectors`)."""
 
-from strom.datastream.connectors.base import Sink, Source
+from strom.datastream.connectors.base import DeliveryGuarantee, Sink, Source
 from strom.datastream.connectors.datagen import DataGeneratorSource
 from strom.datastream.connectors.file_system import (
     BucketAssigner,
@@ -17,6 +17,7 @@ from strom.datastream.connectors.number_seq import NumberSequenceSource
 __all__ = [
     "BucketAssigner",
     "DataGeneratorSource",
+    "DeliveryGuarantee",
     "FileSink",
     "FileSource",
     "FileSourceBuilder",
