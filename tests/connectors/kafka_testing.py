@@ -6,9 +6,11 @@ With STROM_TEST_KAFKA_BOOTSTRAP=host:port every Kafka test runs against that clu
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -54,6 +56,44 @@ class KafkaCluster:
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait()
+
+
+def consumers() -> list[Consumer]:
+    """Every confluent-kafka Consumer object of this process, open or closed (nothing is called on them)."""
+    gc.collect()  # an unreachable consumer is destroyed by its collection, not leaked
+    return [obj for obj in gc.get_objects() if type(obj) is Consumer]
+
+
+def producers() -> list[Producer]:
+    """Every live confluent-kafka Producer of this process (a producer lives, and connects, until its last
+    reference goes: it has no close())."""
+    gc.collect()
+    return [obj for obj in gc.get_objects() if type(obj) is Producer]
+
+
+def _is_closed(consumer: Consumer) -> bool:
+    """A closed consumer refuses calls with 'Consumer closed' at once. The probe runs in a thread of its
+    own: a call on a consumer that another thread is polling may wait for it, and such a one is open."""
+    answer: list[bool] = []
+
+    def probe() -> None:
+        try:
+            consumer.assignment()
+            answer.append(False)
+        except RuntimeError:
+            answer.append(True)
+
+    thread = threading.Thread(target=probe, name="consumer-probe", daemon=True)
+    thread.start()
+    thread.join(5.0)
+    return answer == [True]
+
+
+def open_consumers() -> list[Consumer]:
+    """Every confluent-kafka Consumer of this process that is not closed. An open one keeps its
+    librdkafka threads reconnecting to its cluster (after a test, a mock cluster that is gone) until
+    the process ends."""
+    return [c for c in consumers() if not _is_closed(c)]
 
 
 def start_cluster() -> KafkaCluster:
@@ -102,22 +142,24 @@ def consume_all(
             "log_level": 3,
         }
     )
-    tps = [TopicPartition(topic, p, 0) for p in range(partitions)]
-    ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
-    c.assign(tps)
-    out: list[Any] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if expect is not None and len(out) >= expect:
-            break
-        if expect is None:
-            # the position passes transaction markers too (the last offset may be a commit marker)
-            positions = {tp.partition: tp.offset for tp in c.position(tps)}
-            if all(ends[p] == 0 or positions[p] >= ends[p] for p in ends):
+    try:
+        tps = [TopicPartition(topic, p, 0) for p in range(partitions)]
+        ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
+        c.assign(tps)
+        out: list[Any] = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if expect is not None and len(out) >= expect:
                 break
-        out += [m for m in c.consume(500, 0.2) if m.error() is None]
-    c.close()
-    return out
+            if expect is None:
+                # the position passes transaction markers too (the last offset may be a commit marker)
+                positions = {tp.partition: tp.offset for tp in c.position(tps)}
+                if all(ends[p] == 0 or positions[p] >= ends[p] for p in ends):
+                    break
+            out += [m for m in c.consume(500, 0.2) if m.error() is None]
+        return out
+    finally:
+        c.close()  # an unclosed consumer keeps reconnecting to the cluster until the process ends
 
 
 @pytest.fixture(scope="module", name="kafka")

@@ -52,13 +52,15 @@ def _drain(source, parallelism=1, restored=None, limit=None):
     out = []
     for i in range(parallelism):
         reader = source.create_reader(SourceReaderContext(subtask_index=i, parallelism=parallelism))
-        if restored is not None:
-            reader.restore_splits(source.redistribute_splits(restored, i, parallelism))
-        deadline = time.monotonic() + 30
-        while (batch := reader.poll(50)) is not None:
-            out += batch
-            assert time.monotonic() < deadline, "a bounded reader did not end"
-        reader.close()
+        try:
+            if restored is not None:
+                reader.restore_splits(source.redistribute_splits(restored, i, parallelism))
+            deadline = time.monotonic() + 30
+            while (batch := reader.poll(50)) is not None:
+                out += batch
+                assert time.monotonic() < deadline, "a bounded reader did not end"
+        finally:
+            reader.close()
     return out
 
 
@@ -82,12 +84,14 @@ def test_latest_start_reads_only_later_records(kafka):
         .build()
     )
     reader = source.create_reader(SourceReaderContext(subtask_index=0, parallelism=1))
-    assert reader.poll(100) == []  # starts at the end
-    extra_topic_records = [(1, None, b"late-1"), (2, None, b"late-2")]
-    produce(kafka.bootstrap, topic, extra_topic_records)
-    got: list[str] = []
-    wait_until(lambda: got.extend(reader.poll(100) or []) or len(got) >= 2, timeout=20, what="the late records")
-    reader.close()
+    try:
+        assert reader.poll(100) == []  # starts at the end
+        extra_topic_records = [(1, None, b"late-1"), (2, None, b"late-2")]
+        produce(kafka.bootstrap, topic, extra_topic_records)
+        got: list[str] = []
+        wait_until(lambda: got.extend(reader.poll(100) or []) or len(got) >= 2, timeout=20, what="the late records")
+    finally:
+        reader.close()
     assert sorted(got) == ["late-1", "late-2"]
 
 

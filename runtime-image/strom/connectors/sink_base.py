@@ -89,6 +89,10 @@ class Committer(ABC):
     def commit(self, committables: list[Any]) -> None:
         """Publish `committables`. Idempotent: one already published is skipped."""
 
+    def close(self) -> None:
+        """Release what committing held (connections, clients); called once, when the operator closes
+        (Flink's Committer is AutoCloseable)."""
+
 
 class TwoPhaseCommittingSink(Sink):
     """A sink whose writes become visible only with a completed checkpoint: exactly-once output."""

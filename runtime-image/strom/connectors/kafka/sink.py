@@ -143,6 +143,7 @@ class KafkaWriter(PrecommittingSinkWriter):
             self._producer: Any = None
             self._txn_id = ""
             self._records: list[Record] = []
+            self._groups = GroupConsumers(sink)
         else:
             try:
                 self._producer = kafka.Producer(self._config())
@@ -238,7 +239,7 @@ class KafkaWriter(PrecommittingSinkWriter):
         kafka = self._kafka
         try:
             producer.send_offsets_to_transaction(
-                [_marker_tp(kafka, self._records, seq)], _group_metadata(self._sink, self._txn_id), _TIMEOUT_S
+                [_marker_tp(kafka, self._records, seq)], self._groups.metadata(self._txn_id), _TIMEOUT_S
             )
         except kafka.KafkaException as exc:
             raise unreachable(self._sink.bootstrap_servers, exc) from None
@@ -260,31 +261,50 @@ class KafkaWriter(PrecommittingSinkWriter):
                 del _LIVE[tid]
         if not self._exactly_once and self._producer is not None:
             self._producer.flush(0 if self._error is not None else 5)
+        if self._exactly_once:
+            self._groups.close()
+            self._free.clear()
+        # A producer has no close(): librdkafka destroys it with its last reference. Its error_cb (a method of
+        # this writer) makes a cycle with it, so it is dropped here rather than left to a garbage collection
+        # that may never run: until then its threads keep (re)connecting to the brokers.
+        self._producer = None
 
 
-_GROUP_CONSUMERS: dict[tuple[str, str], Any] = {}
+class GroupConsumers:
+    """The consumers of the marker groups (one per transactional id, never subscribed) that one writer or
+    committer uses, closed with it: a consumer left open keeps its librdkafka threads and connections alive
+    for the rest of the process (a TaskManager's slot process, or the embedded executor's)."""
 
+    def __init__(self, sink: KafkaSink) -> None:
+        self._sink = sink
+        self._by_group: dict[str, Any] = {}
 
-def _group_consumer(sink: KafkaSink, group: str) -> Any:
-    """A consumer of the marker group `group`, never subscribed (one per group in this process)."""
-    key = (sink.bootstrap_servers, group)
-    consumer = _GROUP_CONSUMERS.get(key)
-    if consumer is None:
-        kafka = require_confluent_kafka()
-        conf = client_config(sink.properties, sink.bootstrap_servers)
-        conf.update({"group.id": group, "enable.auto.commit": False})
-        consumer = _GROUP_CONSUMERS[key] = kafka.Consumer(conf)
-    return consumer
+    def get(self, group: str) -> Any:
+        consumer = self._by_group.get(group)
+        if consumer is None:
+            kafka = require_confluent_kafka()
+            conf = client_config(self._sink.properties, self._sink.bootstrap_servers)
+            conf.update({"group.id": group, "enable.auto.commit": False})
+            consumer = self._by_group[group] = kafka.Consumer(conf)
+        return consumer
 
+    def metadata(self, group: str) -> Any:
+        """The consumer group metadata that send_offsets_to_transaction needs."""
+        return self.get(group).consumer_group_metadata()
 
-def _group_metadata(sink: KafkaSink, group: str) -> Any:
-    """The consumer group metadata that send_offsets_to_transaction needs."""
-    return _group_consumer(sink, group).consumer_group_metadata()
+    def close(self) -> None:
+        consumers, self._by_group = list(self._by_group.values()), {}
+        for consumer in consumers:
+            consumer.close()
 
 
 class KafkaCommitter(Committer):
     def __init__(self, sink: KafkaSink) -> None:
         self._sink = sink
+        self._groups = GroupConsumers(sink)
+
+    def close(self) -> None:
+        self._groups.close()
 
     def commit(self, committables: list[Any]) -> None:
         kafka = require_confluent_kafka()
@@ -313,7 +333,7 @@ class KafkaCommitter(Committer):
         producer = kafka.Producer(conf)
         try:
             producer.init_transactions(_TIMEOUT_S)
-            consumer = _group_consumer(self._sink, c.transactional_id)
+            consumer = self._groups.get(c.transactional_id)
             (marker,) = consumer.committed([_marker_tp(kafka, c.records)], timeout=_TIMEOUT_S)
             if marker.offset >= c.seq:
                 return  # committed before the failure
@@ -326,7 +346,7 @@ class KafkaCommitter(Committer):
                     kwargs["timestamp"] = ts
                 producer.produce(topic, value, key, **kwargs)
             producer.send_offsets_to_transaction(
-                [_marker_tp(kafka, c.records, c.seq)], _group_metadata(self._sink, c.transactional_id), _TIMEOUT_S
+                [_marker_tp(kafka, c.records, c.seq)], self._groups.metadata(c.transactional_id), _TIMEOUT_S
             )
             producer.commit_transaction(_TIMEOUT_S)
             self._store_marker(kafka, c)
@@ -338,7 +358,7 @@ class KafkaCommitter(Committer):
         no-op there); librdkafka's mock cluster keeps only such plain offset commits."""
         if not c.records:
             return
-        consumer = _group_consumer(self._sink, c.transactional_id)
+        consumer = self._groups.get(c.transactional_id)
         try:
             consumer.commit(offsets=[_marker_tp(kafka, c.records, c.seq)], asynchronous=False)
         except kafka.KafkaException as exc:

@@ -108,8 +108,13 @@ class SinkWriterOperator(StreamOperator):
 
     def close(self) -> None:
         writer = getattr(self, "writer", None)
+        committer = getattr(self, "_committer", None)
         try:
             if writer is not None:
                 writer.close()
         finally:
-            super().close()
+            try:
+                if committer is not None:
+                    committer.close()
+            finally:
+                super().close()

@@ -152,11 +152,18 @@ class SourceOperator(StreamOperator):
             notify(checkpoint_id)
 
     def close(self) -> None:
-        self.emitter.stop()
+        # also after an open() that failed half-way: a reader that exists is closed (its clients, e.g. a
+        # Kafka consumer, would otherwise live on in this process)
+        emitter, reader = getattr(self, "emitter", None), getattr(self, "reader", None)
         try:
-            self.reader.close()
+            if emitter is not None:
+                emitter.stop()
         finally:
-            super().close()
+            try:
+                if reader is not None:
+                    reader.close()
+            finally:
+                super().close()
 
     def cancel(self) -> None:
         cancel: Any = getattr(self.reader, "cancel", None)
