@@ -172,7 +172,8 @@ class FileSinkWriter(PrecommittingSinkWriter):
         # with checkpointing, closed parts wait here for prepare_commit
         self._pending: list[tuple[str, str]] | None = [] if context.checkpointing else None
         self._base = local_path(sink.base_path)
-        self._encode = sink.encoder.encoder_for(getattr(sink, "input_type", None))  # Java's string form of the declared type
+        # Java's string form of the declared type
+        self._encode = sink.encoder.encoder_for(getattr(sink, "input_type", None))
         self._assigner = sink.bucket_assigner
         self._policy = sink.rolling_policy
         self._config = sink.output_file_config
