@@ -11,21 +11,37 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol, overload
 
 from strom.common.completable_future import CompletableFuture
+from strom.common.job_execution_result import JobExecutionResult
 from strom.common.job_id import JobID
 from strom.common.job_status import JobStatus
 
 
+class ExecutorJobClient(Protocol):
+    """What every executor's own client has (embedded, mini-cluster, Spark). Each also has
+    `wait(timeout)` or `get_job_execution_result(timeout)` returning the JobExecutionResult, and a
+    cluster's has `stop_with_savepoint` / `trigger_savepoint`; those are looked up by name."""
+
+    def get_job_id(self) -> str: ...
+
+    def get_job_status(self) -> str: ...
+
+    def cancel(self) -> None: ...
+
+
 class JobClient:
-    def __init__(self, executor_client: Any) -> None:
+    def __init__(self, executor_client: ExecutorJobClient) -> None:
         self._client = executor_client
-        self._result: concurrent.futures.Future[Any] | None = None
+        self._result: concurrent.futures.Future[JobExecutionResult] | None = None
         self._lock = threading.Lock()
 
-    def _wait(self, timeout: float | None) -> Any:
-        wait = getattr(self._client, "wait", None) or self._client.get_job_execution_result
+    def _wait(self, timeout: float | None) -> JobExecutionResult:
+        wait: Callable[[float | None], JobExecutionResult] = (
+            getattr(self._client, "wait", None) or getattr(self._client, "get_job_execution_result")  # noqa: B009
+        )
         return wait(timeout)
 
     def get_job_id(self) -> JobID:
@@ -61,12 +77,21 @@ class JobClient:
     def get_accumulators(self) -> CompletableFuture[dict[str, Any]]:
         return CompletableFuture.completed({})
 
-    def get_job_execution_result(self, timeout: float | None = None) -> Any:
+    @overload
+    def get_job_execution_result(self, timeout: None = None) -> CompletableFuture[JobExecutionResult]: ...
+
+    @overload
+    def get_job_execution_result(self, timeout: float) -> JobExecutionResult: ...
+
+    def get_job_execution_result(
+        self, timeout: float | None = None
+    ) -> JobExecutionResult | CompletableFuture[JobExecutionResult]:
+        """PyFlink's: a future of the result. With a `timeout` (Strom's earlier signature): wait, return the result."""
         if timeout is not None:
             return self._wait(timeout)
         with self._lock:
             if self._result is None:
-                future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+                future: concurrent.futures.Future[JobExecutionResult] = concurrent.futures.Future()
                 future.set_running_or_notify_cancel()
 
                 def wait_for_the_job() -> None:
@@ -79,7 +104,7 @@ class JobClient:
                 self._result = future
         return CompletableFuture(self._result)
 
-    def wait(self, timeout: float | None = None) -> Any:
+    def wait(self, timeout: float | None = None) -> JobExecutionResult:
         return self._wait(timeout)
 
     def __repr__(self) -> str:
