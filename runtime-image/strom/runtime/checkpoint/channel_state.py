@@ -19,8 +19,8 @@ from typing import Any
 
 import cloudpickle
 
-from strom.runtime.checkpoint.layout import resolve_relative
 from strom.runtime.checkpoint.metadata import CheckpointMetadata
+from strom.runtime.checkpoint.state_files import read_pickled
 from strom.runtime.checkpoint.storage import CheckpointStorage
 from strom.runtime.state.api import StateRestoreError
 
@@ -58,16 +58,10 @@ def read_channel_state(
     relative = ref.channel_state.get(task.subtask_index)
     if relative is None:
         return None
-    path = resolve_relative(directory, relative)
-    try:
-        state = pickle.loads(storage.read_bytes(path))
-    except Exception as e:  # a missing, truncated or foreign file fails in many ways; all mean "unusable"
-        raise StateRestoreError(
-            f"operator uid {operator_uid!r}: cannot read its channel state {storage.uri_of(path)}: {e}"
-        ) from e
-    if not isinstance(state, ChannelState):
-        raise StateRestoreError(f"operator uid {operator_uid!r}: {storage.uri_of(path)} is not channel state")
-    return state
+    return read_pickled(
+        storage, directory, relative, ChannelState,
+        operator_uid=operator_uid, what="channel state", expected_as="channel state",
+    )
 
 
 def restore_channel_state(

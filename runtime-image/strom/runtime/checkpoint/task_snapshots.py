@@ -32,8 +32,8 @@ from strom.common.key_groups import KeyGroupRange
 from strom.runtime.checkpoint.channel_state import CHANNEL_STATE_SUFFIX, ChannelState, encode_channel_state
 from strom.runtime.checkpoint.layout import SHARED_STATE_DIR, checkpoint_dir, resolve_relative, shared_dir
 from strom.runtime.checkpoint.metadata import CheckpointMetadata
+from strom.runtime.checkpoint.state_files import read_pickled
 from strom.runtime.checkpoint.storage import CheckpointStorage
-from strom.runtime.state.api import StateRestoreError
 from strom.runtime.state.operator_snapshots import SerializedOperatorSnapshot, restore_operator, serialize_operator
 
 log = logging.getLogger(__name__)
@@ -212,15 +212,10 @@ def read_state_file(
     storage: CheckpointStorage, directory: str, relative: str, operator_uid: str
 ) -> SerializedOperatorSnapshot:
     """One operator subtask's state file; an incremental keyed state in it can read its shared files."""
-    path = resolve_relative(directory, relative)
-    try:
-        snapshot = pickle.loads(storage.read_bytes(path))
-    except Exception as e:  # a missing, truncated or foreign file fails in many ways; all mean "unusable"
-        raise StateRestoreError(
-            f"operator uid {operator_uid!r}: cannot read its state file {storage.uri_of(path)}: {e}"
-        ) from e
-    if not isinstance(snapshot, SerializedOperatorSnapshot):
-        raise StateRestoreError(f"operator uid {operator_uid!r}: {storage.uri_of(path)} is not an operator snapshot")
+    snapshot = read_pickled(
+        storage, directory, relative, SerializedOperatorSnapshot,
+        operator_uid=operator_uid, what="state file", expected_as="an operator snapshot",
+    )
     bind = getattr(snapshot.keyed, "bound", None)
     if bind is not None:
         snapshot = replace(snapshot, keyed=bind(lambda rel: storage.read_bytes(resolve_relative(directory, rel))))
