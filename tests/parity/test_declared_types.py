@@ -4,7 +4,8 @@ PyFlink 1.20's coders (flink-python/pyflink/fn_execution/coder_impl_fast.pyx) wr
 `write_float(float v)` — a C float, so a value comes back rounded to 32 bits — and `Types.BYTE/SHORT/INT/
 LONG()` with `write_int8/16/32/64(intN_t v)`, whose Cython argument conversion raises OverflowError for a
 Python int out of range (the pure-Python coders, stream_slow.py, `struct.pack('>h', v)`, refuse it too).
-Elements of `from_collection(data, type_info)` are converted by Flink's Java side (PythonTableUtils:
+Keyed state is written through the coder of its descriptor's type too. Elements of
+`from_collection(data, type_info)` are converted by Flink's Java side (PythonTableUtils:
 `c.toShort`, `c.toInt`, `c.toFloat`), a narrowing conversion that wraps.
 
 References are plain Python: `struct` for 32-bit floats, two's complement arithmetic for wrapping.
@@ -17,6 +18,8 @@ import struct
 import pytest
 from strom.common import Row, Types
 from strom.datastream import StreamExecutionEnvironment
+from strom.datastream.functions import KeyedProcessFunction, RuntimeContext
+from strom.datastream.state import ListStateDescriptor, MapStateDescriptor, ValueState, ValueStateDescriptor
 
 
 def float32(x: float) -> float:
@@ -84,3 +87,48 @@ def test_an_operator_output_in_range_is_kept_and_tuple_fields_are_checked():
         .print()
     with pytest.raises(Exception, match=r"value 80000 does not fit Types\.SHORT\(\)"):
         env.execute("tuple overflow")
+
+
+# -- keyed state: PyFlink writes it through the coder of the descriptor's type ---------------------------------
+class StoreAndRead(KeyedProcessFunction):
+    """Writes each value into value, list and map states declared with `type_info`, reads them back."""
+
+    def __init__(self, type_info):
+        self.type_info = type_info
+
+    def open(self, runtime_context: RuntimeContext):
+        self.value = runtime_context.get_state(ValueStateDescriptor("v", self.type_info))
+        self.items = runtime_context.get_list_state(ListStateDescriptor("l", self.type_info))
+        self.by_key = runtime_context.get_map_state(MapStateDescriptor("m", Types.STRING(), self.type_info))
+
+    def process_element(self, value, ctx):
+        self.value.update(value)
+        self.items.add(value)
+        self.by_key.put("k", value)
+        yield self.value.value(), list(self.items.get()), self.by_key.get("k"), isinstance(self.value, ValueState)
+
+
+def run_state(values, type_info):
+    env = StreamExecutionEnvironment.get_execution_environment()
+    out = env.from_collection(values).key_by(lambda v: 0).process(StoreAndRead(type_info))
+    return collect(out)
+
+
+def test_float_state_holds_a_32_bit_float():
+    values = [0.1, 2.5]
+    out = run_state(values, Types.FLOAT())
+    expected_first = float32(0.1)
+    assert out[0] == (expected_first, [expected_first], expected_first, True)
+    assert out[1] == (float32(2.5), [expected_first, float32(2.5)], float32(2.5), True)
+
+
+def test_short_state_refuses_a_value_out_of_range():
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_collection([40000]).key_by(lambda v: 0).process(StoreAndRead(Types.SHORT())).print()
+    with pytest.raises(Exception, match=r"value 40000 does not fit Types\.SHORT\(\)"):
+        env.execute("short state")
+
+
+def test_state_without_a_numeric_type_keeps_values_as_given():
+    assert run_state([0.1], Types.DOUBLE()) == [(0.1, [0.1], 0.1, True)]
+    assert run_state([0.1], None) == [(0.1, [0.1], 0.1, True)]

@@ -17,6 +17,7 @@ from strom.common.key_groups import KeyGroupRange, describe_key_selector
 from strom.common.time import MIN_WATERMARK
 from strom.datastream.functions import Function, RuntimeContext
 from strom.runtime.metrics import MetricGroup
+from strom.runtime.operators.declared_state import with_declared_types
 from strom.runtime.state.api import KeyedStateBackend, StateAccessError
 from strom.runtime.state.backends import create_keyed_state_backend
 from strom.runtime.state.operator_state import DefaultOperatorStateStore
@@ -102,7 +103,8 @@ class StreamRuntimeContext(RuntimeContext):
                 f"operator {self._ctx.operator_name!r}: {what}({descriptor.name!r}) needs a keyed stream; "
                 "keyed state is only available after key_by(...)"
             )
-        return self._backend.get_state(descriptor)
+        # a declared FLOAT/SHORT/... type shapes what is written, as PyFlink's state coders do
+        return with_declared_types(self._backend.get_state(descriptor), descriptor)
 
     def get_state(self, state_descriptor: Any) -> Any:
         return self._keyed("get_state", state_descriptor)
