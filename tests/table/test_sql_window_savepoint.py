@@ -20,7 +20,7 @@ from tests.engine.test_savepoints import post, savepoint_location
 
 from .test_sql_savepoint import changelog_lines
 
-COUNT = 6000
+COUNT = 3000
 PER_WINDOW = 100  # ids are 10 ms of event time apart; windows are 1 s
 
 
@@ -42,7 +42,7 @@ def windowed_job(tmp_path: Path, name: str, parallelism: int) -> tuple[str, Path
             "CREATE TABLE gen (id BIGINT, ts AS TO_TIMESTAMP_LTZ(id * 10, 3), "
             "WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'datagen', "
             "'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '{COUNT - 1}', "
-            "'rows-per-second' = '2000')"
+            "'rows-per-second' = '500')"
         )
         windows = t_env.sql_query(
             "SELECT window_start, COUNT(*) AS c, SUM(id) AS s "
