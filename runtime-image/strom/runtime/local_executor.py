@@ -23,6 +23,7 @@ from functools import partial
 from typing import Any
 
 from strom.common import config_options as opts
+from strom.common.job_status import JobStatus
 from strom.datastream.stream_execution_environment import JobExecutionResult
 from strom.graph.job_graph import create_job_graph
 from strom.graph.stream_graph import StreamGraph
@@ -40,7 +41,8 @@ from strom.runtime.tasks.stream_task import FAILED, FINISHED
 
 log = logging.getLogger("strom.runtime.local")
 
-_TERMINAL = ("FINISHED", "FAILED", "CANCELED")
+# Flink's JobStatus.isGloballyTerminalState (FINISHED, FAILED, CANCELED), from the one table in strom.common
+_TERMINAL = tuple(s for s in JobStatus if s.is_globally_terminal_state())
 
 
 class JobExecutionError(RuntimeError):
