@@ -41,11 +41,18 @@ class Point:
 
 Pair = namedtuple("Pair", "a b")
 
+@dataclass(frozen=True)
+class Tagged:
+    name: str
+    tags: frozenset
+    at: Point
+
 keys = [
     None, True, False, 0, -7, 2**70, 3.5, "", "hello", "ünï", b"raw",
     (1, "x", None), ("nested", (2, b"y")),
     frozenset({"apple", "banana", "cherry", "date", "elder", "fig"}), frozenset({("a", 1), ("b", 2)}),
     Row("a", 1), Point(1, "p"), Pair("a", 2), Color.RED, Color.BLUE,
+    Tagged("t", frozenset({"apple", "banana", "cherry", "date", "elder", "fig"}), Point(2, "q")),
     datetime.datetime(2024, 2, 29, 12, 30, 1, 5), datetime.date(2024, 1, 1), datetime.timedelta(seconds=90),
     decimal.Decimal("12.50"), uuid.UUID("12345678-1234-5678-1234-567812345678"),
 ]

@@ -8,6 +8,7 @@ use built-in hash() here: it is salted per process.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import struct
 from collections.abc import Iterator
@@ -94,6 +95,10 @@ def _key_bytes(key: Any) -> bytes:
             f"key of type {t.__module__}.{t.__qualname__} compares by identity (its class defines no __eq__), "
             f"so its hash differs between processes; {_WHAT_TO_RETURN}"
         )
+    if dataclasses.is_dataclass(key) and not isinstance(key, type) and _holds_frozenset(key):
+        # its repr would show the frozenset in the order of the per-process salted hash: field by field instead
+        values = (getattr(key, f.name) for f in dataclasses.fields(key) if f.compare)
+        return b"d" + t.__qualname__.encode() + b":" + b"".join(_key_bytes(v) + b"\x00" for v in values)
     text = repr(key)
     if _ADDRESS_IN_REPR.search(text):
         raise UnstableKeyError(
@@ -101,6 +106,17 @@ def _key_bytes(key: Any) -> bytes:
             f"so its hash differs between processes; {_WHAT_TO_RETURN}"
         )
     return b"r" + t.__qualname__.encode() + b":" + text.encode()
+
+
+def _holds_frozenset(value: Any) -> bool:
+    """Whether a frozenset is in `value`, itself or in its tuples' items and dataclasses' compared fields."""
+    if isinstance(value, frozenset):
+        return True
+    if isinstance(value, tuple):
+        return any(map(_holds_frozenset, value))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return any(_holds_frozenset(getattr(value, f.name)) for f in dataclasses.fields(value) if f.compare)
+    return False
 
 
 def describe_key_selector(selector: Any) -> str:
