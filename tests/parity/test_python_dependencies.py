@@ -300,3 +300,57 @@ def test_files_and_archives_reach_spark_workers_even_when_a_session_already_exis
                        timeout=600)
     assert r.returncode == 0, r.stderr
     assert printed(r.stdout) == sorted(str((w.upper() + "!?", True)) for w in ["to", "be", "or"])
+
+
+# -- submitted to a session cluster ------------------------------------------------------------------------
+SUBMITTED_JOB = '''\
+from strom.common import Encoder
+from strom.datastream import StreamExecutionEnvironment
+from strom.datastream.connectors.file_system import FileSink
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.add_python_file({mod!r})
+env.set_python_requirements({requirements!r}, {cache!r})
+import shout
+
+def both(word):
+    import tinypkg_strom
+    return shout.shout(word) * tinypkg_strom.triple(1)
+
+env.from_collection(["to", "be"]).map(both).sink_to(
+    FileSink.for_row_format({out!r}, Encoder.simple_string_encoder()).build())
+env.execute("submitted with dependencies")
+'''
+
+
+def test_a_job_submitted_over_rest_brings_its_files_and_requirements_to_the_cluster(dirs, monkeypatch):
+    """`strom submit` sends the payload to a JobManager process, which decodes it, and deploys it to a
+    TaskManager process; neither was started with the job's directories."""
+    from tests.engine.cluster_testing import SessionCluster
+
+    monkeypatch.setenv("STROM_PYTHON_WORKING_DIR", str(dirs["work"]))
+    mod = dirs["deps"] / "shout.py"
+    mod.write_text("def shout(s):\n    return s.upper() + '!'\n")
+    cache = dirs["deps"] / "cache"
+    build_wheel(cache)
+    requirements = dirs["deps"] / "requirements.txt"
+    requirements.write_text("tinypkg-strom==0.1\n")
+    out = dirs["cwd"] / "out"
+    job = dirs["job"] / "job.py"
+    job.write_text(SUBMITTED_JOB.format(mod=str(mod), requirements=str(requirements), cache=str(cache),
+                                        out=str(out)))
+    cluster = SessionCluster(taskmanagers=1, slots=1)
+    try:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "runtime-image"),
+                                                           os.environ.get("PYTHONPATH", "")]))
+        r = subprocess.run([sys.executable, "-m", "strom.cli", "submit", str(job), "--jobmanager",
+                            f"127.0.0.1:{cluster.rest_port}"], cwd=dirs["cwd"], capture_output=True, text=True,
+                           env=env, timeout=300)
+        assert r.returncode == 0, r.stderr
+        job_id = r.stdout.split()[-1]
+        assert cluster.wait_for_state(job_id, ("FINISHED", "FAILED"), timeout=180) == "FINISHED"
+    finally:
+        cluster.close()
+    lines = sorted(line for f in out.rglob("*") if f.is_file() and not f.name.startswith(".")
+                   for line in f.read_text().splitlines())
+    assert lines == sorted((w.upper() + "!") * 3 for w in ["to", "be"])
