@@ -8,7 +8,8 @@ engine's shared contracts. mypy --strict holds for every module here (tests/test
 PyFlink's `pyflink.common` (names a job file imports)
     row.py, types.py             Row and RowKind
     typeinfo.py                  Types.* type information; java_strings.py: print() text as PyFlink's declared
-                                 types give it
+                                 types give it; declared_numbers.py: FLOAT/BYTE..LONG values as PyFlink's coders
+                                 hold them
     time.py                      Duration (2.x), Time (1.x), Instant
     watermark_strategy.py        WatermarkStrategy, WatermarkGenerator, TimestampAssigner
     serialization.py             Encoder, SerializationSchema, SimpleStringSchema
@@ -31,7 +32,8 @@ Engine contracts
     key_groups.py                key -> key group -> subtask (stable hash; refuses keys without one)
     job_payload.py               the bytes a submitted job travels as (header + cloudpickled StreamGraph)
     record_size.py               cheap serialized-size estimates that cut buffers and source batches
-    unsupported.py               UnsupportedFeatureError for Flink APIs Strom does not provide
+    unsupported.py               UnsupportedFeatureError for Flink APIs Strom does not provide; refused_names.py:
+                                 PyFlink names left out, importable, refusing any use in one line
 """
 
 from strom.common import python_options  # noqa: F401 - registers Flink's python.* keys with OPTIONS
