@@ -19,6 +19,7 @@ from typing import Any
 
 import cloudpickle
 
+from strom.common.ids import OperatorUid
 from strom.runtime.checkpoint.metadata import CheckpointMetadata
 from strom.runtime.checkpoint.state_files import read_pickled
 from strom.runtime.checkpoint.storage import CheckpointStorage
@@ -43,7 +44,7 @@ def encode_channel_state(state: ChannelState) -> bytes:
 
 
 def read_channel_state(
-    storage: CheckpointStorage, directory: str, metadata: CheckpointMetadata, operator_uid: str, task: Any
+    storage: CheckpointStorage, directory: str, metadata: CheckpointMetadata, operator_uid: OperatorUid, task: Any
 ) -> ChannelState | None:
     """The channel state stored with `task` (whose first operator is `operator_uid`), or None."""
     ref = metadata.operators.get(operator_uid)

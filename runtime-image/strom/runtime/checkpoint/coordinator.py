@@ -34,7 +34,7 @@ from typing import Protocol
 from strom.common import config_options as opts
 from strom.common.config_options import option, read_option
 from strom.common.configuration import Configuration
-from strom.common.ids import CheckpointId, JobId
+from strom.common.ids import CheckpointId, JobId, OperatorUid
 from strom.common.job_status import JobStatus
 from strom.common.key_groups import KeyGroupRange
 from strom.runtime.checkpoint.layout import checkpoint_dir
@@ -165,7 +165,7 @@ def build_metadata(
     job_id: JobId, checkpoint_id: CheckpointId, timestamp_ms: int, handles: Iterable[OperatorStateHandle]
 ) -> CheckpointMetadata:
     """The `_metadata` of a checkpoint from the state handles of all its tasks, by operator uid."""
-    by_uid: dict[str, list[OperatorStateHandle]] = {}
+    by_uid: dict[OperatorUid, list[OperatorStateHandle]] = {}
     for h in handles:
         by_uid.setdefault(h.operator_uid, []).append(h)
     operators = {}

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strom.common.config_options import ConfigLookup
-from strom.common.ids import CheckpointId, JobId
+from strom.common.ids import CheckpointId, JobId, OperatorUid
 from strom.common.key_groups import KeyGroupRange
 from strom.runtime.checkpoint.errors import CheckpointMetadataError, StorageObjectNotFoundError
 from strom.runtime.checkpoint.layout import METADATA_FILE, metadata_path, resolve_relative
@@ -58,7 +58,7 @@ class CheckpointMetadata:
     job_id: JobId
     timestamp_ms: int
     is_savepoint: bool
-    operators: Mapping[str, OperatorSnapshotRef] = field(default_factory=dict)
+    operators: Mapping[OperatorUid, OperatorSnapshotRef] = field(default_factory=dict)
     properties: Mapping[str, str] = field(default_factory=dict)
 
     def files(self) -> list[str]:
@@ -117,7 +117,7 @@ def decode_metadata(data: bytes, *, source: str = "<bytes>") -> CheckpointMetada
             job_id=JobId(_str(doc["job_id"])),
             timestamp_ms=_int(doc["timestamp_ms"]),
             is_savepoint=_bool(doc["is_savepoint"]),
-            operators={_str(uid): _decode_operator(op) for uid, op in _dict(doc["operators"]).items()},
+            operators={OperatorUid(_str(uid)): _decode_operator(op) for uid, op in _dict(doc["operators"]).items()},
             properties={_str(k): _str(v) for k, v in _dict(doc.get("properties", {})).items()},
         )
     except (KeyError, TypeError, ValueError) as exc:

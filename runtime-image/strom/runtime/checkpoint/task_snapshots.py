@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
 
-from strom.common.ids import CheckpointId, JobId
+from strom.common.ids import CheckpointId, JobId, OperatorUid
 from strom.common.key_groups import KeyGroupRange
 from strom.runtime.checkpoint.channel_state import CHANNEL_STATE_SUFFIX, ChannelState, encode_channel_state
 from strom.runtime.checkpoint.layout import SHARED_STATE_DIR, checkpoint_dir, resolve_relative, shared_dir
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 class OperatorStateHandle:
     """One operator subtask's state in a checkpoint: `path` is relative to the checkpoint directory."""
 
-    operator_uid: str
+    operator_uid: OperatorUid
     subtask_index: int
     parallelism: int
     max_parallelism: int
@@ -139,7 +139,7 @@ class AsyncSnapshotWriter:
                 size = len(data) + uploader.uploaded_bytes - uploaded_before
                 handles.append(
                     OperatorStateHandle(
-                        snapshot.operator_uid,
+                        OperatorUid(snapshot.operator_uid),
                         snapshot.subtask_index,
                         snapshot.parallelism,
                         max_parallelism,
@@ -195,7 +195,7 @@ def stage_inline_state(
 
 
 def load_operator_snapshots(
-    storage: CheckpointStorage, directory: str, metadata: CheckpointMetadata, operator_uid: str
+    storage: CheckpointStorage, directory: str, metadata: CheckpointMetadata, operator_uid: OperatorUid
 ) -> list[SerializedOperatorSnapshot]:
     """The snapshots of every subtask of `operator_uid` in the checkpoint at `directory`."""
     ref = metadata.operators.get(operator_uid)
@@ -209,7 +209,7 @@ def load_operator_snapshots(
 
 
 def read_state_file(
-    storage: CheckpointStorage, directory: str, relative: str, operator_uid: str
+    storage: CheckpointStorage, directory: str, relative: str, operator_uid: OperatorUid
 ) -> SerializedOperatorSnapshot:
     """One operator subtask's state file; an incremental keyed state in it can read its shared files."""
     snapshot = read_pickled(
@@ -222,7 +222,9 @@ def read_state_file(
     return snapshot
 
 
-def savepoint_state_file(storage: CheckpointStorage, directory: str, relative: str, operator_uid: str) -> bytes:
+def savepoint_state_file(
+    storage: CheckpointStorage, directory: str, relative: str, operator_uid: OperatorUid
+) -> bytes:
     """The bytes a savepoint holds for a state file of the checkpoint in `directory`: the file itself,
     or, for incremental RocksDB state, the same state in canonical form (savepoints are full and
     self-contained, and restore into any state backend)."""
