@@ -437,6 +437,11 @@ WEB_SUBMIT_ENABLE = option(
     "Whether POST /jobs accepts job submissions (a submission runs the submitter's code in the JobManager); "
     "unset = true in session mode, false in application mode (--job).",
 )
+# Flink's dashboard switches (the dashboard reads them from GET /config; the REST API itself is unchanged)
+WEB_CANCEL_ENABLE = option("web.cancel.enable", "bool", True, "Whether the web dashboard offers to cancel jobs.")
+WEB_REFRESH_INTERVAL = option(
+    "web.refresh-interval", "int", 3000, "Milliseconds between the web dashboard's refreshes.", minimum=100
+)
 REST_BIND_ADDRESS = option(
     "rest.bind-address", "str", "", "Address the REST endpoint binds; unset = rest.address (0.0.0.0 = every interface)."
 )

@@ -51,6 +51,7 @@ from strom.runtime.jobmanager.read_model import (
 )
 from strom.runtime.jobmanager.rest_requests import RUNNER_OPTIONS, MalformedRequestLog, read_body, read_json_object
 from strom.runtime.jobmanager.savepoint_operations import TriggerResults
+from strom.runtime.jobmanager.web_dashboard import DashboardSettings, add_dashboard_routes, dashboard_settings
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ VIEW_KEY: web.AppKey[JobManagerView] = web.AppKey("view")
 CLOCK_KEY: web.AppKey[Callable[[], int]] = web.AppKey("clock")
 DISPOSALS_KEY: web.AppKey[TriggerResults[SavepointStatus]] = web.AppKey("savepoint disposals")
 SUBMIT_ENABLED_KEY: web.AppKey[bool] = web.AppKey("web.submit.enable")
+DASHBOARD_KEY: web.AppKey[DashboardSettings] = web.AppKey("dashboard settings")
 REFUSED_LOG_KEY: web.AppKey[MalformedRequestLog] = web.AppKey("refused request log")
 MAX_CONTENT_LENGTH_KEY: web.AppKey[int] = web.AppKey("max content length")
 SUBMIT_DISABLED = "job submission is disabled (web.submit.enable: false)"
@@ -143,8 +145,16 @@ async def overview(request: web.Request) -> web.Response:
 
 
 async def dashboard_config(request: web.Request) -> web.Response:
-    o = _view(request).overview()
-    return _json(msg.dashboard_config_json(o.flink_version, o.flink_commit))
+    o, web_ui = _view(request).overview(), request.app[DASHBOARD_KEY]
+    return _json(
+        msg.dashboard_config_json(
+            o.flink_version,
+            o.flink_commit,
+            refresh_interval=web_ui.refresh_interval_ms,
+            submit=web_ui.submit_enabled,
+            cancel=web_ui.cancel_enabled,
+        )
+    )
 
 
 async def jobmanager_config(request: web.Request) -> web.Response:
@@ -380,6 +390,7 @@ def create_rest_app(
     app[DISPOSALS_KEY] = TriggerResults(store_ms, is_completed=lambda s: s.status == "COMPLETED")
     app[CLOCK_KEY] = clock or _wall_clock_ms
     app[SUBMIT_ENABLED_KEY] = submit_enabled
+    app[DASHBOARD_KEY] = dashboard_settings(view.config(), submit_enabled=submit_enabled)
     app[MAX_CONTENT_LENGTH_KEY] = max_content_length
     app[REFUSED_LOG_KEY] = refused_log or MalformedRequestLog(log)
     r = app.router
@@ -409,6 +420,7 @@ def create_rest_app(
     r.add_get("/jobs/{jobid}/vertices/{vertexid}/backpressure", backpressure)
     r.add_get("/taskmanagers", taskmanagers)
     r.add_get("/taskmanagers/{tmid}/metrics", taskmanager_metrics)
+    add_dashboard_routes(app)  # the web dashboard at / (strom.web), reading the routes above
     return app
 
 

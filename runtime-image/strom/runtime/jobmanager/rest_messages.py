@@ -66,16 +66,20 @@ def overview_json(o: ClusterOverview) -> Json:
     }
 
 
-def dashboard_config_json(version: str, revision: str) -> Json:
-    """/config: Flink's DashboardConfiguration."""
+def dashboard_config_json(
+    version: str, revision: str, *, refresh_interval: int = 3000, submit: bool = False, cancel: bool = True
+) -> Json:
+    """/config: Flink's DashboardConfiguration; the dashboard polls every `refresh_interval` ms
+    (web.refresh-interval) and shows only the actions its features allow (web.submit.enable,
+    web.cancel.enable)."""
     offset_s = -(time.altzone if time.localtime().tm_isdst > 0 else time.timezone)
     return {
-        "refresh-interval": 3000,
+        "refresh-interval": refresh_interval,
         "timezone-name": time.tzname[0],
         "timezone-offset": offset_s * 1000,
         "flink-version": version,
         "flink-revision": revision,
-        "features": {"web-submit": False, "web-cancel": True, "web-rescale": False, "web-history": False},
+        "features": {"web-submit": submit, "web-cancel": cancel, "web-rescale": False, "web-history": False},
     }
 
 

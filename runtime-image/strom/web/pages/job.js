@@ -1,0 +1,148 @@
+// One job: header with state and actions, then tabs for its REST resources — the job graph
+// (/jobs/:id + per-vertex /subtasks/metrics), /checkpoints, /exceptions and /config.
+import { cancelJob, getJson } from "../rest.js";
+import { drawGraph, layoutPlan, vertexLoad } from "../dag.js";
+import { formatBytes, formatCount, formatDuration, formatTime, h, keyValues, stateBadge, table } from "../dom.js";
+
+const TERMINAL = new Set(["FINISHED", "CANCELED", "FAILED"]);
+const TABS = [["overview", "Overview"], ["checkpoints", "Checkpoints"], ["exceptions", "Exceptions"],
+  ["configuration", "Configuration"]];
+const LOAD_METRICS = "busyTimeMsPerSecond,backPressuredTimeMsPerSecond,idleTimeMsPerSecond";
+const layouts = new Map(); // plan signature -> layout: positions stay put between refreshes
+
+function layoutFor(plan) {
+  const key = JSON.stringify(plan.nodes.map((n) => [n.id, (n.inputs || []).map((i) => i.id)]));
+  if (!layouts.has(key)) layouts.set(key, layoutPlan(plan));
+  return layouts.get(key);
+}
+
+async function vertexLoads(jid, vertices) {
+  const entries = await Promise.all(vertices.map(async (v) => {
+    const path = `/jobs/${jid}/vertices/${v.id}/subtasks/metrics?get=${LOAD_METRICS}&agg=max`;
+    const values = Object.fromEntries((await getJson(path)).map((m) => [m.id, Number(m.max)]));
+    return [v.id, vertexLoad(values)];
+  }));
+  return new Map(entries);
+}
+
+async function graphTab(job, ctx) {
+  const vertices = new Map(job.vertices.map((v) => [v.id, v]));
+  const loads = await vertexLoads(job.jid, job.vertices);
+  const rows = job.vertices.map((v) => h("tr", { "data-vertex-id": v.id },
+    h("td", null, v.name), h("td", null, v.parallelism), h("td", null, stateBadge(v.status)),
+    h("td", null, formatCount(v.metrics["read-records"])), h("td", null, formatCount(v.metrics["write-records"])),
+    h("td", null, formatBytes(v.metrics["read-bytes"])), h("td", null, formatBytes(v.metrics["write-bytes"])),
+    h("td", null, (loads.get(v.id) || {}).level || "unknown")));
+  return h("div", null,
+    h("div", { class: "graph-wrap" }, drawGraph(job.plan, layoutFor(job.plan), vertices, loads, ctx.selectVertex)),
+    h("p", { class: "legend" }, h("span", { class: "swatch load-busy" }), "busy ",
+      h("span", { class: "swatch load-backpressured" }), "back-pressured ",
+      h("span", { class: "swatch load-idle" }), "idle"),
+    table(["Name", "Parallelism", "Status", "Records in", "Records out", "Bytes in", "Bytes out", "Back pressure"],
+      rows, { "data-table": "vertices" }));
+}
+
+async function checkpointsTab(jid) {
+  const c = await getJson(`/jobs/${jid}/checkpoints`);
+  const latest = c.latest.completed;
+  const counts = [["Triggered", c.counts.total, "total"], ["In progress", c.counts.in_progress, "in-progress"],
+    ["Completed", c.counts.completed, "completed"], ["Failed", c.counts.failed, "failed"],
+    ["Restored", c.counts.restored, "restored"]];
+  const history = [...c.history].sort((a, b) => b.id - a.id).map((x) => h("tr", { "data-checkpoint-id": x.id },
+    h("td", null, x.id), h("td", null, stateBadge(x.status)), h("td", null, formatTime(x.trigger_timestamp)),
+    h("td", null, formatDuration(x.end_to_end_duration)), h("td", null, formatBytes(x.state_size)),
+    h("td", null, `${x.num_acknowledged_subtasks} / ${x.num_subtasks}`), h("td", null, x.checkpoint_type)));
+  return h("div", null,
+    h("h2", null, "Counts"),
+    h("div", { class: "stats" }, counts.map(([label, value, field]) => h("div", { class: "stat" },
+      h("div", { class: "stat-value", "data-field": `checkpoints-${field}` }, value),
+      h("div", { class: "stat-label" }, label)))),
+    h("h2", null, "Latest completed checkpoint"),
+    latest ? keyValues([["ID", latest.id], ["Completed", formatTime(latest.latest_ack_timestamp)],
+      ["End to end duration", formatDuration(latest.end_to_end_duration)], ["State size", formatBytes(latest.state_size)],
+      ["Path", latest.external_path || "–"]]) : h("p", { class: "empty" }, "No completed checkpoint yet."),
+    c.latest.restored ? keyValues([["Restored from", c.latest.restored.external_path || c.latest.restored.id],
+      ["Restored at", formatTime(c.latest.restored.restore_timestamp)]]) : null,
+    h("h2", null, "History"),
+    table(["ID", "Status", "Triggered", "End to end duration", "State size", "Acknowledged", "Type"], history,
+      { "data-table": "checkpoint-history" }));
+}
+
+async function exceptionsTab(jid) {
+  const x = await getJson(`/jobs/${jid}/exceptions`);
+  const entries = x.exceptionHistory.entries;
+  const root = entries[0];
+  return h("div", null,
+    h("h2", null, "Root exception"),
+    x["root-exception"] ? h("div", null,
+      h("p", null, formatTime(x.timestamp), root && root.taskName ? ` · ${root.taskName}` : "",
+        root && root.location ? ` · ${root.location}` : ""),
+      h("pre", { class: "stacktrace", "data-field": "root-exception" }, x["root-exception"]))
+      : h("p", { class: "empty", "data-field": "root-exception" }, "No exception."),
+    h("h2", null, "Exception history"),
+    table(["Time", "Exception", "Task", "Location"], entries.map((e) => h("tr", null,
+      h("td", null, formatTime(e.timestamp)),
+      h("td", null, h("details", null, h("summary", null, e.exceptionName), h("pre", { class: "stacktrace" }, e.stacktrace))),
+      h("td", null, e.taskName || "(global failure)"), h("td", null, e.location || "–"))),
+    { "data-table": "exception-history" }),
+    x.exceptionHistory.truncated ? h("p", { class: "empty" }, "Older exceptions were dropped (web.exception-history-size).") : null);
+}
+
+async function configurationTab(jid) {
+  const [c, effective] = await Promise.all([getJson(`/jobs/${jid}/config`), getJson(`/jobs/${jid}/jobmanager/config`)]);
+  const e = c["execution-config"];
+  return h("div", null,
+    h("h2", null, "Execution configuration"),
+    keyValues([["Execution mode", e["execution-mode"]], ["Restart strategy", e["restart-strategy"]],
+      ["Job parallelism", e["job-parallelism"]], ["Object reuse", String(e["object-reuse-mode"])]],
+    { "data-table": "execution-config" }),
+    h("h2", null, "Effective configuration (secrets masked)"),
+    keyValues([...effective].sort((a, b) => a.key.localeCompare(b.key)).map((x) => [x.key, x.value]),
+      { "data-table": "job-config" }));
+}
+
+function cancelButton(job, ctx) {
+  if (!ctx.config.features["web-cancel"] || TERMINAL.has(job.state)) return null;
+  return h("button", {
+    class: "danger", "data-action": "cancel",
+    onclick: async () => {
+      if (!window.confirm(`Cancel job "${job.name}" (${job.jid})?`)) return;
+      try {
+        await cancelJob(job.jid);
+        ctx.notify(`Cancellation of ${job.name} requested.`, "info");
+      } catch (e) {
+        ctx.notify(e.message, "error");
+      }
+      ctx.refresh();
+    },
+  }, "Cancel job");
+}
+
+export async function jobPage(jid, tab, ctx) {
+  let job;
+  try {
+    job = await getJson(`/jobs/${encodeURIComponent(jid)}`);
+  } catch (e) {
+    if (e.status === 404 || e.status === 400) {
+      return h("section", { "data-page": "job-not-found" }, h("h1", null, "Job not found"),
+        h("p", { class: "error" }, `No job ${jid} on this JobManager (${e.message}).`),
+        h("p", null, h("a", { href: "#/jobs" }, "All jobs")));
+    }
+    throw e;
+  }
+  const current = TABS.some(([name]) => name === tab) ? tab : "overview";
+  const body = current === "checkpoints" ? await checkpointsTab(job.jid)
+    : current === "exceptions" ? await exceptionsTab(job.jid)
+      : current === "configuration" ? await configurationTab(job.jid) : await graphTab(job, ctx);
+  return h("section", { "data-page": "job", "data-job-id": job.jid },
+    h("div", { class: "job-header" },
+      h("h1", { "data-field": "job-name" }, job.name),
+      h("span", { "data-field": "job-state" }, stateBadge(job.state)),
+      cancelButton(job, ctx)),
+    keyValues([["Job ID", job.jid], ["Start time", formatTime(job["start-time"])],
+      ["Duration", formatDuration(job.duration)], ["End time", formatTime(job["end-time"])]], { class: "kv compact" }),
+    h("nav", { class: "tabs" }, TABS.map(([name, label]) => h("a", {
+      href: `#/jobs/${job.jid}/${name}`, class: name === current ? "active" : null, "data-tab": name,
+    }, label))),
+    h("div", { "data-tab-body": current }, body));
+}

@@ -1,0 +1,56 @@
+"""A headless Chromium (Debian's `chromium`, driven by Playwright's Python API) for the dashboard tests.
+
+Playwright cannot download its own browsers here, so it drives the system browser by `executable_path`.
+Without one the tests skip with the reason, except under CI=true, where a missing browser is a failure
+(.ci/run installs the `chromium` package).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser")
+
+
+def system_chromium() -> str | None:
+    for name in CHROMIUM_NAMES:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    executable = system_chromium()
+    if executable is None:
+        reason = "no system Chromium (apt-get install chromium): the dashboard's browser tests cannot run"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    with sync_playwright() as p:
+        # --no-sandbox: CI runs as root, where Chromium refuses its sandbox
+        b = p.chromium.launch(executable_path=executable, headless=True, args=["--no-sandbox"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A fresh page; a script error in the dashboard fails the test that caused it."""
+    context = browser.new_context()
+    p = context.new_page()
+    errors: list[str] = []
+    p.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        yield p
+    finally:
+        context.close()
+    assert not errors, f"the dashboard raised in the browser: {errors}"

@@ -1,0 +1,320 @@
+"""The web dashboard in a real headless Chromium, against the REST JSON fetched independently.
+
+A session cluster of real processes (JobManager + TaskManager) runs an unbounded keyed job with
+checkpoints; the dashboard served at `/` on its REST port must show what `/overview`, `/jobs/overview`,
+`/jobs/:id` and `/jobs/:id/checkpoints` say, refresh without reloading, and cancel the job from its button.
+Colouring and the disabled cancel action are checked against a FakeJobManagerView whose metrics and
+configuration the test sets (figures worked by hand below).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+from strom.common.config_options import ConfigError
+from strom.runtime.jobmanager.read_model import (
+    ExecutionState,
+    JobDetails,
+    JobId,
+    JobPlan,
+    JobStatus,
+    PlanInput,
+    PlanNode,
+    SubtaskDetails,
+    VertexDetails,
+    VertexId,
+)
+from strom.runtime.jobmanager.rest_api import create_rest_app
+
+from tests.engine.cluster_testing import SessionCluster
+from tests.engine.fake_jobmanager_view import NOW_MS, FakeJobManagerView, serving
+from tests.engine.test_cluster import submit
+
+REFRESH_MS = 400  # web.refresh-interval of the test cluster: a few refreshes fit in a second
+WAIT_MS = 20_000  # the deadline of every wait for what the page shows
+
+
+def _job_file(tmp_path: Path) -> str:
+    job = tmp_path / "dashboard_job.py"
+    job.write_text(
+        textwrap.dedent(f"""
+        from strom.common import Configuration, WatermarkStrategy
+        from strom.datastream import StreamExecutionEnvironment
+        from strom.datastream.connectors import DataGeneratorSource
+
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism(1)
+        env.enable_checkpointing(300)
+        env.configure(Configuration({{"state.checkpoints.dir": {(tmp_path / "checkpoints").as_uri()!r}}}))
+        numbers = env.from_source(DataGeneratorSource(lambda i: (i % 7, i), 10**12, 50.0),
+                                  WatermarkStrategy.no_watermarks(), "numbers")
+        sums = numbers.key_by(lambda e: e[0]).reduce(lambda a, b: (a[0], a[1] + b[1])).name("running sums")
+        sums.map(lambda s: None).name("discard").set_parallelism(2)
+        env.execute("dashboard target")
+        """)
+    )
+    return str(job)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SessionCluster, str]]:
+    c = SessionCluster(taskmanagers=1, slots=2, extra=("-D", f"web.refresh-interval={REFRESH_MS}"))
+    try:
+        job_id = submit(c, _job_file(tmp_path_factory.mktemp("dashboard")))  # checkpoints under its tmp dir
+        c.wait_for_state(job_id, ("RUNNING",))
+        yield c, job_id
+    finally:
+        c.close()
+
+
+def _url(c: SessionCluster, fragment: str) -> str:
+    return f"http://127.0.0.1:{c.rest_port}/#/{fragment}"
+
+
+def _int(page: Page, selector: str) -> int:
+    return int(page.locator(selector).inner_text().replace(",", ""))
+
+
+# -- against the real cluster -------------------------------------------------------------------
+
+
+def test_the_page_reads_its_refresh_interval_and_actions_from_config(cluster: tuple[SessionCluster, str]) -> None:
+    c, _ = cluster
+    config = c.get("/config")
+    assert config["refresh-interval"] == REFRESH_MS
+    assert config["features"]["web-cancel"] is True and config["features"]["web-submit"] is True
+
+
+def test_overview_shows_the_clusters_taskmanagers_slots_and_jobs(
+    page: Page, cluster: tuple[SessionCluster, str]
+) -> None:
+    c, job_id = cluster
+    page.goto(_url(c, "overview"))
+    expect(page.locator("[data-field=taskmanagers]")).to_have_text("1", timeout=WAIT_MS)
+    overview = c.get("/overview")
+    assert _int(page, "[data-field=slots-total]") == overview["slots-total"] == 2
+    assert _int(page, "[data-field=jobs-running]") == overview["jobs-running"] == 1
+    expect(page.locator(f"[data-table=running-jobs] tr[data-job-id='{job_id}']")).to_contain_text("dashboard target")
+
+
+def test_jobs_list_shows_the_running_job_with_its_rest_name_and_state(
+    page: Page, cluster: tuple[SessionCluster, str]
+) -> None:
+    c, job_id = cluster
+    (summary,) = [j for j in c.get("/jobs/overview")["jobs"] if j["jid"] == job_id]
+    page.goto(_url(c, "jobs"))
+    row = page.locator(f"[data-table=running-jobs] tr[data-job-id='{job_id}']")
+    expect(row).to_contain_text(summary["name"], timeout=WAIT_MS)
+    expect(row.locator(".state")).to_have_text(summary["state"])
+    expect(page.locator("[data-table=completed-jobs] tr[data-job-id]")).to_have_count(0)
+
+
+def test_job_graph_draws_the_plans_vertices_and_edges(page: Page, cluster: tuple[SessionCluster, str]) -> None:
+    c, job_id = cluster
+    details = c.get(f"/jobs/{job_id}")
+    page.goto(_url(c, f"jobs/{job_id}"))
+    expect(page.locator("[data-field=job-name]")).to_have_text(details["name"], timeout=WAIT_MS)
+    expect(page.locator("[data-field=job-state]")).to_have_text("RUNNING")
+    vertices = page.locator("svg.job-graph g.vertex")
+    expect(vertices).to_have_count(len(details["plan"]["nodes"]))
+    drawn = {
+        vertices.nth(i).get_attribute("data-vertex-id"): (
+            vertices.nth(i).locator("title").text_content(),
+            vertices.nth(i).locator(".vertex-parallelism").text_content(),
+        )
+        for i in range(vertices.count())
+    }
+    assert drawn == {v["id"]: (v["name"], f"Parallelism: {v['parallelism']}") for v in details["vertices"]}
+    edges = sum(len(n.get("inputs", [])) for n in details["plan"]["nodes"])
+    assert edges >= 1 and page.locator("svg.job-graph g.edge").count() == edges
+
+
+def test_checkpoint_count_grows_between_refreshes_without_a_reload(
+    page: Page, cluster: tuple[SessionCluster, str]
+) -> None:
+    c, job_id = cluster
+    page.goto(_url(c, f"jobs/{job_id}/checkpoints"))
+    completed = page.locator("[data-field=checkpoints-completed]")
+    expect(completed).to_be_visible(timeout=WAIT_MS)
+    page.evaluate("window.__sameDocument = true")  # gone if the page reloads
+    first = _int(page, "[data-field=checkpoints-completed]")
+    page.wait_for_function(
+        "n => Number(document.querySelector('[data-field=checkpoints-completed]').textContent) > n",
+        arg=first,
+        timeout=WAIT_MS,
+    )
+    shown = _int(page, "[data-field=checkpoints-completed]")
+    assert page.evaluate("window.__sameDocument") is True
+    # what the page showed was true: the REST API, asked afterwards, has at least as many
+    assert c.get(f"/jobs/{job_id}/checkpoints")["counts"]["completed"] >= shown > first
+    expect(page.locator("[data-table=checkpoint-history] tr[data-checkpoint-id]").first).to_be_visible()
+
+
+def test_an_unknown_job_shows_not_found(page: Page, cluster: tuple[SessionCluster, str]) -> None:
+    c, _ = cluster
+    page.goto(_url(c, "jobs/" + "0" * 32))
+    expect(page.locator("[data-page=job-not-found]")).to_contain_text("Job not found", timeout=WAIT_MS)
+
+
+def test_dismissing_the_cancel_confirmation_keeps_the_job_running(
+    page: Page, cluster: tuple[SessionCluster, str]
+) -> None:
+    c, job_id = cluster
+    page.goto(_url(c, f"jobs/{job_id}"))
+    page.once("dialog", lambda d: d.dismiss())
+    page.locator("[data-action=cancel]").click(timeout=WAIT_MS)
+    page.wait_for_function(  # two refreshes after the dismissal: a cancel would have been requested by now
+        "t => Number(document.getElementById('content').dataset.renderedAt) > t",
+        arg=page.evaluate("Date.now()") + 2 * REFRESH_MS,
+        timeout=WAIT_MS,
+    )
+    assert c.get(f"/jobs/{job_id}")["state"] == "RUNNING"
+
+
+def test_the_cancel_button_cancels_the_job(page: Page, cluster: tuple[SessionCluster, str]) -> None:
+    """Last against the cluster: the job ends here."""
+    c, job_id = cluster
+    page.goto(_url(c, f"jobs/{job_id}"))
+    asked: list[str] = []
+
+    def accept(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.accept()
+
+    page.once("dialog", accept)
+    page.locator("[data-action=cancel]").click(timeout=WAIT_MS)
+    expect(page.locator("[data-field=job-state]")).to_have_text("CANCELED", timeout=WAIT_MS)
+    assert asked and job_id in asked[0]
+    assert c.get(f"/jobs/{job_id}")["state"] == "CANCELED"
+    expect(page.locator("[data-action=cancel]")).to_have_count(0)  # nothing left to cancel
+
+
+# -- against a FakeJobManagerView: figures set by the test --------------------------------------
+
+JID = JobId("b2" * 16)
+SOURCE, MIDDLE, SINK = VertexId("01" * 16), VertexId("02" * 16), VertexId("03" * 16)
+
+
+def _fake_view(**config: str) -> FakeJobManagerView:
+    """Source -> Middle -> Sink, RUNNING; per-subtask *TimeMsPerSecond figures chosen so that the source
+    is back-pressured at level high (max 800 ms/s > 500), the middle busy (max 900 > its 100 back-pressured
+    and 0 idle) and the sink idle (950 idle > 50 busy)."""
+    v = FakeJobManagerView()
+    v.configuration.update(config)
+
+    def vertex(vid: VertexId, name: str) -> VertexDetails:
+        subtasks = tuple(SubtaskDetails(i, ExecutionState.RUNNING, "h:1", None, NOW_MS) for i in range(2))
+        return VertexDetails(vid, name, 2, 128, ExecutionState.RUNNING, NOW_MS, -1, subtasks)
+
+    v.add_job(
+        JobDetails(
+            JID,
+            "fake job",
+            JobStatus.RUNNING,
+            NOW_MS,
+            -1,
+            128,
+            {},
+            (vertex(SOURCE, "Source: numbers"), vertex(MIDDLE, "Middle"), vertex(SINK, "Sink: out")),
+        ),
+        JobPlan(
+            JID,
+            "fake job",
+            (
+                PlanNode(SOURCE, 2, "", "", "Source: numbers"),
+                PlanNode(MIDDLE, 2, "", "", "Middle", (PlanInput(0, SOURCE, "HASH"),)),
+                PlanNode(SINK, 2, "", "", "Sink: out", (PlanInput(0, MIDDLE, "FORWARD"),)),
+            ),
+        ),
+    )
+    figures = {
+        SOURCE: [(100, 800, 100), (400, 300, 300)],
+        MIDDLE: [(900, 100, 0), (600, 0, 400)],
+        SINK: [(50, 0, 950), (20, 0, 980)],
+    }
+    for vid, per_subtask in figures.items():
+        v.metrics[(JID, vid)] = {
+            i: {"busyTimeMsPerSecond": b, "backPressuredTimeMsPerSecond": p, "idleTimeMsPerSecond": idle}
+            for i, (b, p, idle) in enumerate(per_subtask)
+        }
+    return v
+
+
+def test_vertices_are_coloured_by_busy_back_pressured_and_idle_time(page: Page) -> None:
+    with serving(_fake_view()) as port:
+        page.goto(f"http://127.0.0.1:{port}/#/jobs/{JID}")
+        source = page.locator(f"g.vertex[data-vertex-id='{SOURCE}']")
+        expect(source).to_have_attribute("data-load", "backpressured", timeout=WAIT_MS)
+        expect(source).to_have_attribute("data-backpressure", "high")
+        expect(page.locator(f"g.vertex[data-vertex-id='{MIDDLE}']")).to_have_attribute("data-load", "busy")
+        expect(page.locator(f"g.vertex[data-vertex-id='{MIDDLE}']")).to_have_attribute("data-backpressure", "ok")
+        expect(page.locator(f"g.vertex[data-vertex-id='{SINK}']")).to_have_attribute("data-load", "idle")
+        edge_labels = sorted(page.locator("svg.job-graph g.edge text").all_text_contents())
+        assert edge_labels == ["FORWARD", "HASH"]
+
+
+def test_the_cancel_action_is_absent_when_web_cancel_enable_is_false(page: Page) -> None:
+    view = _fake_view(**{"web.cancel.enable": "false"})
+    with serving(view) as port:
+        page.goto(f"http://127.0.0.1:{port}/#/jobs/{JID}")
+        expect(page.locator(f"g.vertex[data-vertex-id='{SINK}']")).to_be_visible(timeout=WAIT_MS)
+        expect(page.locator("[data-action=cancel]")).to_have_count(0)
+    with serving(_fake_view()) as port:  # the same job with the default shows it: the check above can fail
+        page.goto(f"http://127.0.0.1:{port}/#/jobs/{JID}")
+        expect(page.locator("[data-action=cancel]")).to_be_visible(timeout=WAIT_MS)
+
+
+def test_a_failing_rest_call_shows_its_message_in_the_page(page: Page) -> None:
+    """The page's own REST calls fail once the JobManager is gone: the next refresh says so, not a blank panel."""
+    with serving(_fake_view(**{"web.refresh-interval": "200"})) as port:
+        page.goto(f"http://127.0.0.1:{port}/#/overview")
+        expect(page.locator("[data-field=taskmanagers]")).to_be_visible(timeout=WAIT_MS)
+    expect(page.locator("[data-field=error]")).to_contain_text("GET /overview", timeout=WAIT_MS)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("web.refresh-interval", "soon"), ("web.refresh-interval", "10"), ("web.cancel.enable", "maybe")]
+)
+def test_an_invalid_dashboard_setting_is_refused_naming_the_key(key: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=rf"invalid value '{value}' for '{key}'"):
+        create_rest_app(_fake_view(**{key: value}))
+
+
+def test_only_the_shipped_files_are_served(page: Page) -> None:
+    with serving(_fake_view()) as port:
+        base = f"http://127.0.0.1:{port}"
+        assert page.request.get(f"{base}/web/vendor/dagre.esm.js").status == 200
+        for path in ("/web/__init__.py", "/web/../rest_api.py", "/web/%2e%2e/openapi.py", "/web/missing.js"):
+            assert page.request.get(base + path).status == 404, path
+
+
+def test_the_vertex_load_rule_matches_hand_worked_cases(page: Page) -> None:
+    """dag.js's vertexLoad, imported in the browser: the largest of busy / back-pressured / idle wins;
+    the back-pressure level uses Flink's thresholds (ok <= 0.10 < low <= 0.50 < high)."""
+    with serving(_fake_view()) as port:
+        page.goto(f"http://127.0.0.1:{port}/#/overview")
+        cases = [  # (busy, back-pressured, idle) ms/s -> (kind, back-pressure level)
+            (None, ["unknown", "unknown"]),
+            ((0, 0, 1000), ["idle", "ok"]),
+            ((300, 100, 600), ["idle", "ok"]),
+            ((450, 450, 100), ["backpressured", "low"]),
+            ((700, 300, 0), ["busy", "low"]),
+            ((0, 501, 0), ["backpressured", "high"]),
+        ]
+        got = page.evaluate(
+            """async cases => {
+                const { vertexLoad } = await import('/web/dag.js');
+                const names = ['busyTimeMsPerSecond', 'backPressuredTimeMsPerSecond', 'idleTimeMsPerSecond'];
+                return cases.map(([f]) => {
+                    const l = vertexLoad(f ? Object.fromEntries(names.map((n, i) => [n, f[i]])) : {});
+                    return [l.kind, l.level];
+                });
+            }""",
+            cases,
+        )
+        assert got == [expected for _, expected in cases]
