@@ -2,7 +2,8 @@
 
 Playwright cannot download its own browsers here, so it drives the system browser by `executable_path`.
 Without one the tests skip with the reason, except under CI=true, where a missing browser is a failure
-(.ci/run installs the `chromium` package).
+(.ci/run installs the `chromium` package). Screenshots go to $STROM_TEST_ARTIFACTS/web when that is set
+(CI keeps them), else to pytest's temporary directory.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
@@ -54,3 +56,11 @@ def page(browser: Browser) -> Iterator[Page]:
     finally:
         context.close()
     assert not errors, f"the dashboard raised in the browser: {errors}"
+
+
+@pytest.fixture(scope="session")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = os.environ.get("STROM_TEST_ARTIFACTS")
+    folder = Path(root) / "web" if root else tmp_path_factory.mktemp("dashboard-screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

@@ -114,7 +114,9 @@ def test_jobs_list_shows_the_running_job_with_its_rest_name_and_state(
     expect(page.locator("[data-table=completed-jobs] tr[data-job-id]")).to_have_count(0)
 
 
-def test_job_graph_draws_the_plans_vertices_and_edges(page: Page, cluster: tuple[SessionCluster, str]) -> None:
+def test_job_graph_draws_the_plans_vertices_and_edges(
+    page: Page, cluster: tuple[SessionCluster, str], screenshots: Path
+) -> None:
     c, job_id = cluster
     details = c.get(f"/jobs/{job_id}")
     page.goto(_url(c, f"jobs/{job_id}"))
@@ -132,10 +134,11 @@ def test_job_graph_draws_the_plans_vertices_and_edges(page: Page, cluster: tuple
     assert drawn == {v["id"]: (v["name"], f"Parallelism: {v['parallelism']}") for v in details["vertices"]}
     edges = sum(len(n.get("inputs", [])) for n in details["plan"]["nodes"])
     assert edges >= 1 and page.locator("svg.job-graph g.edge").count() == edges
+    page.screenshot(path=screenshots / "job-graph.png", full_page=True)
 
 
 def test_checkpoint_count_grows_between_refreshes_without_a_reload(
-    page: Page, cluster: tuple[SessionCluster, str]
+    page: Page, cluster: tuple[SessionCluster, str], screenshots: Path
 ) -> None:
     c, job_id = cluster
     page.goto(_url(c, f"jobs/{job_id}/checkpoints"))
@@ -153,6 +156,7 @@ def test_checkpoint_count_grows_between_refreshes_without_a_reload(
     # what the page showed was true: the REST API, asked afterwards, has at least as many
     assert c.get(f"/jobs/{job_id}/checkpoints")["counts"]["completed"] >= shown > first
     expect(page.locator("[data-table=checkpoint-history] tr[data-checkpoint-id]").first).to_be_visible()
+    page.screenshot(path=screenshots / "job-checkpoints.png", full_page=True)
 
 
 def test_an_unknown_job_shows_not_found(page: Page, cluster: tuple[SessionCluster, str]) -> None:
@@ -192,6 +196,46 @@ def test_the_cancel_button_cancels_the_job(page: Page, cluster: tuple[SessionClu
     assert asked and job_id in asked[0]
     assert c.get(f"/jobs/{job_id}")["state"] == "CANCELED"
     expect(page.locator("[data-action=cancel]")).to_have_count(0)  # nothing left to cancel
+
+
+def _failing_job_file(tmp_path: Path) -> str:
+    job = tmp_path / "failing_job.py"
+    job.write_text(
+        textwrap.dedent("""
+        from strom.common import Configuration
+        from strom.datastream import StreamExecutionEnvironment
+
+        def explode(x):
+            if x == 3:
+                raise ValueError("record 3 is poisoned")
+            return x
+
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism(1)
+        env.configure(Configuration({"restart-strategy.type": "none"}))
+        env.from_collection(list(range(10))).map(explode).name("explode").print()
+        env.execute("failing target")
+        """)
+    )
+    return str(job)
+
+
+def test_a_failed_job_shows_its_root_cause_exception(
+    page: Page, cluster: tuple[SessionCluster, str], tmp_path: Path, screenshots: Path
+) -> None:
+    """After the cancel test: the cluster's two slots are free again."""
+    c, _ = cluster
+    job_id = submit(c, _failing_job_file(tmp_path))
+    assert c.wait_for_state(job_id, ("FINISHED", "FAILED", "CANCELED")) == "FAILED"
+    root = c.get(f"/jobs/{job_id}/exceptions")["root-exception"]
+    assert "record 3 is poisoned" in root
+    page.goto(_url(c, f"jobs/{job_id}/exceptions"))
+    expect(page.locator("[data-field=root-exception]")).to_have_text(root, timeout=WAIT_MS)
+    expect(page.locator("[data-table=exception-history] tbody tr")).not_to_have_count(0)
+    page.screenshot(path=screenshots / "job-exceptions.png", full_page=True)
+    page.goto(_url(c, "jobs"))
+    row = page.locator(f"[data-table=completed-jobs] tr[data-job-id='{job_id}']")
+    expect(row.locator(".state")).to_have_text("FAILED", timeout=WAIT_MS)
 
 
 # -- against a FakeJobManagerView: figures set by the test --------------------------------------
