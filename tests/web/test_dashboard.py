@@ -159,6 +159,26 @@ def test_checkpoint_count_grows_between_refreshes_without_a_reload(
     page.screenshot(path=screenshots / "job-checkpoints.png", full_page=True)
 
 
+def test_clicking_a_vertex_lists_its_subtasks_as_the_rest_api_does(
+    page: Page, cluster: tuple[SessionCluster, str]
+) -> None:
+    c, job_id = cluster
+    details = c.get(f"/jobs/{job_id}")
+    (widest,) = [v for v in details["vertices"] if v["parallelism"] == 2]
+    page.goto(_url(c, f"jobs/{job_id}"))
+    page.locator(f"svg.job-graph g.vertex[data-vertex-id='{widest['id']}']").click(timeout=WAIT_MS)
+    panel = page.locator(f"[data-panel=vertex][data-vertex-id='{widest['id']}']")
+    expect(panel.locator("h2")).to_have_text(f"Subtasks of {widest['name']}", timeout=WAIT_MS)
+    rows = panel.locator("tr[data-subtask]")
+    expect(rows).to_have_count(2)
+    shown = {
+        (rows.nth(i).locator("td").nth(0).inner_text(), rows.nth(i).locator("td").nth(4).inner_text()) for i in (0, 1)
+    }
+    subtasks = c.get(f"/jobs/{job_id}/vertices/{widest['id']}")["subtasks"]
+    assert shown == {(str(s["subtask"]), s["taskmanager-id"]) for s in subtasks}
+    assert page.url.endswith(f"/jobs/{job_id}/overview/{widest['id']}")  # a link to this view
+
+
 def test_an_unknown_job_shows_not_found(page: Page, cluster: tuple[SessionCluster, str]) -> None:
     c, _ = cluster
     page.goto(_url(c, "jobs/" + "0" * 32))
@@ -300,6 +320,10 @@ def test_vertices_are_coloured_by_busy_back_pressured_and_idle_time(page: Page) 
         expect(page.locator(f"g.vertex[data-vertex-id='{SINK}']")).to_have_attribute("data-load", "idle")
         edge_labels = sorted(page.locator("svg.job-graph g.edge text").all_text_contents())
         assert edge_labels == ["FORWARD", "HASH"]
+        # per subtask, /backpressure's level of backPressuredTimeMsPerSecond: 800 -> high, 300 -> low
+        source.click()
+        levels = page.locator("[data-panel=vertex] tr[data-subtask] td:last-child")
+        expect(levels).to_have_text(["high", "low"], timeout=WAIT_MS)
 
 
 def test_the_cancel_action_is_absent_when_web_cancel_enable_is_false(page: Page) -> None:

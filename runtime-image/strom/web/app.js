@@ -1,5 +1,5 @@
 // The dashboard's shell: reads GET /config once (refresh interval, enabled actions), routes by the URL's
-// hash (#/overview, #/jobs, #/jobs/<id>/<tab>, #/taskmanagers, #/jobmanager) and re-renders the current
+// hash (#/overview, #/jobs, #/jobs/<id>/<tab>[/<vertex id>], #/taskmanagers, #/jobmanager) and re-renders the current
 // page every web.refresh-interval ms without reloading. A failed REST call shows its message in the page.
 import { getJson } from "./rest.js";
 import { h } from "./dom.js";
@@ -14,7 +14,7 @@ let generation = 0; // a render started for an older route or tick never replace
 
 function route() {
   const parts = (location.hash.replace(/^#\/?/, "") || "overview").split("/");
-  return { page: parts[0], id: parts[1], tab: parts[2] };
+  return { page: parts[0], id: parts[1], tab: parts[2], sub: parts[3] };
 }
 
 function notify(message, kind) {
@@ -27,16 +27,13 @@ const ctx = {
   get config() { return config; },
   notify,
   refresh: () => render(),
-  selectVertex: (id) => {
-    const row = document.querySelector(`table[data-table="vertices"] tr[data-vertex-id="${CSS.escape(id)}"]`);
-    if (row) { row.classList.add("selected"); row.scrollIntoView({ block: "nearest" }); }
-  },
+  navigate: (hash) => { location.hash = hash; },
 };
 
 function pageFor(r) {
   switch (r.page) {
     case "overview": return overviewPage();
-    case "jobs": return r.id ? jobPage(r.id, r.tab, ctx) : jobsPage();
+    case "jobs": return r.id ? jobPage(r.id, r.tab, r.sub, ctx) : jobsPage();
     case "taskmanagers": return taskManagersPage();
     case "jobmanager": return jobManagerPage();
     default: return Promise.resolve(h("section", { "data-page": "not-found" },

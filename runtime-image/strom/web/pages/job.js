@@ -25,21 +25,42 @@ async function vertexLoads(jid, vertices) {
   return new Map(entries);
 }
 
-async function graphTab(job, ctx) {
+// One vertex's subtasks (/jobs/:id/vertices/:vid) with their back-pressure level (/backpressure).
+async function vertexPanel(jid, vid) {
+  const [vertex, pressure] = await Promise.all([
+    getJson(`/jobs/${jid}/vertices/${encodeURIComponent(vid)}`),
+    getJson(`/jobs/${jid}/vertices/${encodeURIComponent(vid)}/backpressure`),
+  ]);
+  const levels = new Map((pressure.subtasks || []).map((s) => [s.subtask, s["backpressure-level"]]));
+  const rows = vertex.subtasks.map((s) => h("tr", { "data-subtask": s.subtask },
+    h("td", null, s.subtask), h("td", null, stateBadge(s.status)), h("td", null, s.attempt),
+    h("td", null, s.endpoint), h("td", null, s["taskmanager-id"]),
+    h("td", null, formatCount(s.metrics["read-records"])), h("td", null, formatCount(s.metrics["write-records"])),
+    h("td", null, formatDuration(s.duration)), h("td", null, levels.get(s.subtask) || "unknown")));
+  return h("div", { "data-panel": "vertex", "data-vertex-id": vertex.id },
+    h("h2", null, `Subtasks of ${vertex.name}`),
+    table(["Subtask", "Status", "Attempt", "Endpoint", "TaskManager", "Records in", "Records out", "Duration",
+      "Back pressure"], rows, { "data-table": "subtasks" }));
+}
+
+async function graphTab(job, vertexId, ctx) {
   const vertices = new Map(job.vertices.map((v) => [v.id, v]));
   const loads = await vertexLoads(job.jid, job.vertices);
-  const rows = job.vertices.map((v) => h("tr", { "data-vertex-id": v.id },
-    h("td", null, v.name), h("td", null, v.parallelism), h("td", null, stateBadge(v.status)),
+  const panel = vertices.has(vertexId) ? await vertexPanel(job.jid, vertexId) : null;
+  const rows = job.vertices.map((v) => h("tr", { "data-vertex-id": v.id, class: v.id === vertexId ? "selected" : null },
+    h("td", null, h("a", { href: `#/jobs/${job.jid}/overview/${v.id}` }, v.name)), h("td", null, v.parallelism), h("td", null, stateBadge(v.status)),
     h("td", null, formatCount(v.metrics["read-records"])), h("td", null, formatCount(v.metrics["write-records"])),
     h("td", null, formatBytes(v.metrics["read-bytes"])), h("td", null, formatBytes(v.metrics["write-bytes"])),
     h("td", null, (loads.get(v.id) || {}).level || "unknown")));
   return h("div", null,
-    h("div", { class: "graph-wrap" }, drawGraph(job.plan, layoutFor(job.plan), vertices, loads, ctx.selectVertex)),
+    h("div", { class: "graph-wrap" }, drawGraph(job.plan, layoutFor(job.plan), vertices, loads,
+      (id) => ctx.navigate(`#/jobs/${job.jid}/overview/${id}`))),
     h("p", { class: "legend" }, h("span", { class: "swatch load-busy" }), "busy ",
       h("span", { class: "swatch load-backpressured" }), "back-pressured ",
       h("span", { class: "swatch load-idle" }), "idle"),
     table(["Name", "Parallelism", "Status", "Records in", "Records out", "Bytes in", "Bytes out", "Back pressure"],
-      rows, { "data-table": "vertices" }));
+      rows, { "data-table": "vertices" }),
+    panel);
 }
 
 async function checkpointsTab(jid) {
@@ -118,7 +139,7 @@ function cancelButton(job, ctx) {
   }, "Cancel job");
 }
 
-export async function jobPage(jid, tab, ctx) {
+export async function jobPage(jid, tab, vertexId, ctx) {
   let job;
   try {
     job = await getJson(`/jobs/${encodeURIComponent(jid)}`);
@@ -133,7 +154,7 @@ export async function jobPage(jid, tab, ctx) {
   const current = TABS.some(([name]) => name === tab) ? tab : "overview";
   const body = current === "checkpoints" ? await checkpointsTab(job.jid)
     : current === "exceptions" ? await exceptionsTab(job.jid)
-      : current === "configuration" ? await configurationTab(job.jid) : await graphTab(job, ctx);
+      : current === "configuration" ? await configurationTab(job.jid) : await graphTab(job, vertexId, ctx);
   return h("section", { "data-page": "job", "data-job-id": job.jid },
     h("div", { class: "job-header" },
       h("h1", { "data-field": "job-name" }, job.name),
