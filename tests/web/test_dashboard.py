@@ -13,6 +13,7 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -63,7 +64,9 @@ def _job_file(tmp_path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SessionCluster, str]]:
-    c = SessionCluster(taskmanagers=1, slots=2, extra=("-D", f"web.refresh-interval={REFRESH_MS}"))
+    savepoints = tmp_path_factory.mktemp("savepoints").as_uri()
+    extra = ("-D", f"web.refresh-interval={REFRESH_MS}", "-D", f"state.savepoints.dir={savepoints}")
+    c = SessionCluster(taskmanagers=1, slots=2, extra=extra)
     try:
         job_id = submit(c, _job_file(tmp_path_factory.mktemp("dashboard")))  # checkpoints under its tmp dir
         c.wait_for_state(job_id, ("RUNNING",))
@@ -185,6 +188,39 @@ def test_an_unknown_job_shows_not_found(page: Page, cluster: tuple[SessionCluste
     expect(page.locator("[data-page=job-not-found]")).to_contain_text("Job not found", timeout=WAIT_MS)
 
 
+def _accepting(page: Page) -> list[str]:
+    """Accept the next confirmation; returns the list its question lands in."""
+    asked: list[str] = []
+
+    def accept(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.accept()
+
+    page.once("dialog", accept)
+    return asked
+
+
+def _savepoint_location(page: Page, what: str) -> Path:
+    """The savepoint directory the notice reports, checked on disk: its _metadata was written."""
+    notice = page.locator("#notice")
+    expect(notice).to_contain_text(f"{what} of dashboard target completed: file://", timeout=WAIT_MS)
+    location = Path(urlparse(notice.inner_text().rsplit(": ", 1)[1]).path)
+    assert (location / "_metadata").is_file(), location
+    return location
+
+
+def test_trigger_savepoint_writes_a_savepoint_and_the_job_keeps_running(
+    page: Page, cluster: tuple[SessionCluster, str]
+) -> None:
+    c, job_id = cluster
+    page.goto(_url(c, f"jobs/{job_id}"))
+    asked = _accepting(page)
+    page.locator("[data-action=savepoint]").click(timeout=WAIT_MS)
+    _savepoint_location(page, "Savepoint")
+    assert asked and job_id in asked[0]
+    assert c.get(f"/jobs/{job_id}")["state"] == "RUNNING"
+
+
 def test_dismissing_the_cancel_confirmation_keeps_the_job_running(
     page: Page, cluster: tuple[SessionCluster, str]
 ) -> None:
@@ -204,13 +240,7 @@ def test_the_cancel_button_cancels_the_job(page: Page, cluster: tuple[SessionClu
     """Last against the cluster: the job ends here."""
     c, job_id = cluster
     page.goto(_url(c, f"jobs/{job_id}"))
-    asked: list[str] = []
-
-    def accept(dialog: Any) -> None:
-        asked.append(dialog.message)
-        dialog.accept()
-
-    page.once("dialog", accept)
+    asked = _accepting(page)
     page.locator("[data-action=cancel]").click(timeout=WAIT_MS)
     expect(page.locator("[data-field=job-state]")).to_have_text("CANCELED", timeout=WAIT_MS)
     assert asked and job_id in asked[0]
@@ -256,6 +286,21 @@ def test_a_failed_job_shows_its_root_cause_exception(
     page.goto(_url(c, "jobs"))
     row = page.locator(f"[data-table=completed-jobs] tr[data-job-id='{job_id}']")
     expect(row.locator(".state")).to_have_text("FAILED", timeout=WAIT_MS)
+
+
+def test_stop_with_savepoint_finishes_the_job_after_its_savepoint(
+    page: Page, cluster: tuple[SessionCluster, str], tmp_path: Path
+) -> None:
+    """After the failed job: a fresh run of the streaming job takes the two slots again."""
+    c, _ = cluster
+    job_id = submit(c, _job_file(tmp_path))
+    c.wait_for_state(job_id, ("RUNNING",))
+    page.goto(_url(c, f"jobs/{job_id}"))
+    _accepting(page)
+    page.locator("[data-action=stop]").click(timeout=WAIT_MS)
+    _savepoint_location(page, "Stop with savepoint")
+    expect(page.locator("[data-field=job-state]")).to_have_text("FINISHED", timeout=WAIT_MS)
+    assert c.get(f"/jobs/{job_id}")["state"] == "FINISHED"
 
 
 # -- against a FakeJobManagerView: figures set by the test --------------------------------------
@@ -326,12 +371,12 @@ def test_vertices_are_coloured_by_busy_back_pressured_and_idle_time(page: Page) 
         expect(levels).to_have_text(["high", "low"], timeout=WAIT_MS)
 
 
-def test_the_cancel_action_is_absent_when_web_cancel_enable_is_false(page: Page) -> None:
+def test_the_job_actions_are_absent_when_web_cancel_enable_is_false(page: Page) -> None:
     view = _fake_view(**{"web.cancel.enable": "false"})
     with serving(view) as port:
         page.goto(f"http://127.0.0.1:{port}/#/jobs/{JID}")
         expect(page.locator(f"g.vertex[data-vertex-id='{SINK}']")).to_be_visible(timeout=WAIT_MS)
-        expect(page.locator("[data-action=cancel]")).to_have_count(0)
+        expect(page.locator("[data-action]")).to_have_count(0)  # cancel, savepoint, stop: job control is off
     with serving(_fake_view()) as port:  # the same job with the default shows it: the check above can fail
         page.goto(f"http://127.0.0.1:{port}/#/jobs/{JID}")
         expect(page.locator("[data-action=cancel]")).to_be_visible(timeout=WAIT_MS)

@@ -9,26 +9,48 @@ export class RestError extends Error {
   }
 }
 
-async function call(method, path) {
+async function call(method, path, body) {
   let response;
+  const headers = { Accept: "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
   try {
-    response = await fetch(path, { method, headers: { Accept: "application/json" }, cache: "no-store" });
+    response = await fetch(path, {
+      method, headers, cache: "no-store", body: body === undefined ? undefined : JSON.stringify(body),
+    });
   } catch (e) {
     throw new RestError(method, path, 0, e.message);
   }
   const text = await response.text();
-  let body = null;
+  let answer = null;
   try {
-    body = text ? JSON.parse(text) : null;
+    answer = text ? JSON.parse(text) : null;
   } catch (e) {
     throw new RestError(method, path, response.status, `not JSON: ${text.slice(0, 120)}`);
   }
   if (!response.ok) {
-    const errors = body && Array.isArray(body.errors) ? body.errors.join("; ") : response.statusText;
+    const errors = answer && Array.isArray(answer.errors) ? answer.errors.join("; ") : response.statusText;
     throw new RestError(method, path, response.status, errors);
   }
-  return body;
+  return answer;
 }
 
 export const getJson = (path) => call("GET", path);
-export const cancelJob = (jid) => call("PATCH", `/jobs/${encodeURIComponent(jid)}?mode=cancel`);
+const job = (jid) => `/jobs/${encodeURIComponent(jid)}`;
+export const cancelJob = (jid) => call("PATCH", `${job(jid)}?mode=cancel`);
+// Both answer {"request-id"}; the savepoint lands in state.savepoints.dir (the page names no target).
+export const triggerSavepoint = (jid) => call("POST", `${job(jid)}/savepoints`, { "cancel-job": false });
+export const stopWithSavepoint = (jid) => call("POST", `${job(jid)}/stop`, { drain: false });
+
+// Poll GET /jobs/:id/savepoints/:trigger until the operation completes: {location} or {failure}.
+export async function savepointResult(jid, triggerId, pollMs, deadlineMs) {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    const answer = await call("GET", `${job(jid)}/savepoints/${encodeURIComponent(triggerId)}`);
+    if (answer.status.id === "COMPLETED") {
+      const op = answer.operation || {};
+      return op["failure-cause"] ? { failure: op["failure-cause"]["stack-trace"] } : { location: op.location };
+    }
+    if (Date.now() > until) return { failure: `still in progress after ${Math.round(deadlineMs / 1000)} s` };
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
+  }
+}

@@ -1,6 +1,6 @@
 // One job: header with state and actions, then tabs for its REST resources — the job graph
 // (/jobs/:id + per-vertex /subtasks/metrics), /checkpoints, /exceptions and /config.
-import { cancelJob, getJson } from "../rest.js";
+import { cancelJob, getJson, savepointResult, stopWithSavepoint, triggerSavepoint } from "../rest.js";
 import { drawGraph, layoutPlan, vertexLoad } from "../dag.js";
 import { formatBytes, formatCount, formatDuration, formatTime, h, keyValues, stateBadge, table } from "../dom.js";
 
@@ -122,21 +122,43 @@ async function configurationTab(jid) {
       { "data-table": "job-config" }));
 }
 
-function cancelButton(job, ctx) {
-  if (!ctx.config.features["web-cancel"] || TERMINAL.has(job.state)) return null;
+const SAVEPOINT_DEADLINE_MS = 10 * 60 * 1000;
+
+// An action button: confirmation first, then the REST call; its outcome goes to the notice line.
+function actionButton(name, label, question, run, ctx, cls) {
   return h("button", {
-    class: "danger", "data-action": "cancel",
+    class: cls, "data-action": name,
     onclick: async () => {
-      if (!window.confirm(`Cancel job "${job.name}" (${job.jid})?`)) return;
+      if (!window.confirm(question)) return;
       try {
-        await cancelJob(job.jid);
-        ctx.notify(`Cancellation of ${job.name} requested.`, "info");
+        ctx.notify(await run(), "info");
       } catch (e) {
         ctx.notify(e.message, "error");
       }
       ctx.refresh();
     },
-  }, "Cancel job");
+  }, label);
+}
+
+async function savepointOutcome(job, answer, what, ctx) {
+  ctx.notify(`${what} of ${job.name} in progress…`, "info");
+  const result = await savepointResult(job.jid, answer["request-id"], 500, SAVEPOINT_DEADLINE_MS);
+  if (result.failure) throw new Error(`${what} of ${job.name} failed: ${result.failure.split("\n")[0]}`);
+  return `${what} of ${job.name} completed: ${result.location}`;
+}
+
+// Job actions are job control: all of them follow web.cancel.enable (Flink's dashboard offers only cancel;
+// the savepoint actions are Strom's, and a read-only dashboard should not write savepoints either).
+function actions(job, ctx) {
+  if (!ctx.config.features["web-cancel"] || TERMINAL.has(job.state)) return null;
+  const target = `"${job.name}" (${job.jid})`;
+  return h("div", { class: "actions" },
+    actionButton("savepoint", "Trigger savepoint", `Trigger a savepoint of job ${target}?`,
+      async () => savepointOutcome(job, await triggerSavepoint(job.jid), "Savepoint", ctx), ctx, "plain"),
+    actionButton("stop", "Stop with savepoint", `Stop job ${target} with a savepoint?`,
+      async () => savepointOutcome(job, await stopWithSavepoint(job.jid), "Stop with savepoint", ctx), ctx, "danger"),
+    actionButton("cancel", "Cancel job", `Cancel job ${target}?`,
+      async () => { await cancelJob(job.jid); return `Cancellation of ${job.name} requested.`; }, ctx, "danger"));
 }
 
 export async function jobPage(jid, tab, vertexId, ctx) {
@@ -159,7 +181,7 @@ export async function jobPage(jid, tab, vertexId, ctx) {
     h("div", { class: "job-header" },
       h("h1", { "data-field": "job-name" }, job.name),
       h("span", { "data-field": "job-state" }, stateBadge(job.state)),
-      cancelButton(job, ctx)),
+      actions(job, ctx)),
     keyValues([["Job ID", job.jid], ["Start time", formatTime(job["start-time"])],
       ["Duration", formatDuration(job.duration)], ["End time", formatTime(job["end-time"])]], { class: "kv compact" }),
     h("nav", { class: "tabs" }, TABS.map(([name, label]) => h("a", {
