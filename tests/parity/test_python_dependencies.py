@@ -354,3 +354,24 @@ def test_a_job_submitted_over_rest_brings_its_files_and_requirements_to_the_clus
     lines = sorted(line for f in out.rglob("*") if f.is_file() and not f.name.startswith(".")
                    for line in f.read_text().splitlines())
     assert lines == sorted((w.upper() + "!") * 3 for w in ["to", "be"])
+
+
+def test_the_embedded_executor_installs_requirements_in_its_own_process(dirs, monkeypatch):
+    """`python job.py` (and `strom run --threads`) run the job's functions in the program's process: the
+    requirements are installed for it too, as PyFlink's local mode does for its Python workers."""
+    monkeypatch.setenv("STROM_PYTHON_WORKING_DIR", str(dirs["work"]))
+    monkeypatch.setattr(sys, "path", list(sys.path))  # restored after the test, with what it imported
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))
+    cache = dirs["deps"] / "cache"
+    build_wheel(cache)
+    requirements = dirs["deps"] / "requirements.txt"
+    requirements.write_text("tinypkg-strom==0.1\n")
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_python_requirements(str(requirements), str(cache))
+
+    def tripled(x):
+        import tinypkg_strom
+
+        return tinypkg_strom.triple(x)
+
+    assert sorted(env.from_collection([1, 2]).map(tripled).execute_and_collect()) == [3, 6]

@@ -13,6 +13,8 @@ from __future__ import annotations
 import importlib
 from typing import Any, Protocol
 
+from strom.common.python_environment import activate, dependencies_of
+
 DEFAULT_EXECUTOR = "strom.runtime.local_executor:LocalExecutor"
 BATCH_EXECUTOR = "strom.batch.spark_executor:SparkExecutor"
 
@@ -46,4 +48,11 @@ def executor_for(graph: Any, context_executor: Any = None) -> Any:
     """The executor that runs `graph`: Spark in BATCH mode, else the client's or the embedded one."""
     if resolve_runtime_mode(graph) == "BATCH":
         return load_executor(BATCH_EXECUTOR)
-    return context_executor if context_executor is not None else load_executor()
+    if context_executor is not None:
+        return context_executor
+    # The embedded executor runs the job's functions in this process, where the graph is never unpickled:
+    # its python.* files and requirements are made available here instead (python_environment).
+    deps = dependencies_of(graph)
+    if deps is not None:
+        activate(deps)
+    return load_executor()
