@@ -6,8 +6,10 @@ N events (key = i % 1000, event time = i ms, value = 1):
 Each pipeline runs on Strom at parallelism 1 and as a plain-Python loop that makes one
 function call per operator per record (the same user functions). The ratio
 strom / loop is what to read: absolute figures vary with the machine's load.
+(b) is the state-heavy one: `--state-backend rocksdb` runs it on RocksDB (the generic window
+path; the heap's aligned-window fast path applies only to hashmap), e.g. with fewer events.
 
-    python -m benchmarks.micro [--events 1000000] [--repeat 3]
+    python -m benchmarks.micro [--events 1000000] [--repeat 3] [--state-backend hashmap|rocksdb]
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import threading
 import time
 from typing import Any
 
+from strom.common.configuration import Configuration
 from strom.common.watermark_strategy import WatermarkStrategy
 from strom.connectors.base import Boundedness, Source, SourceReader, SourceReaderContext
 from strom.datastream import StreamExecutionEnvironment
@@ -152,9 +155,13 @@ def loop_b(n: int) -> int:
 
 
 # -- strom --------------------------------------------------------------------------------------------
-def strom_a(n: int, parallelism: int) -> int:
+def _environment(state_backend: str) -> StreamExecutionEnvironment:
+    return StreamExecutionEnvironment.get_execution_environment(Configuration({"state.backend.type": state_backend}))
+
+
+def strom_a(n: int, parallelism: int, state_backend: str = "hashmap") -> int:
     CountingSink.count = 0
-    env = StreamExecutionEnvironment.get_execution_environment()
+    env = _environment(state_backend)
     env.set_parallelism(parallelism)
     ds = env.from_source(EventSource(n), WatermarkStrategy.no_watermarks(), "events")
     ds.map(map_fn).filter(filter_fn).add_sink(CountingSink())
@@ -162,12 +169,12 @@ def strom_a(n: int, parallelism: int) -> int:
     return CountingSink.count
 
 
-def strom_b(n: int, parallelism: int) -> int:
+def strom_b(n: int, parallelism: int, state_backend: str = "hashmap") -> int:
     from strom.common.time import Time
     from strom.datastream.window import TumblingEventTimeWindows
 
     CountingSink.count = 0
-    env = StreamExecutionEnvironment.get_execution_environment()
+    env = _environment(state_backend)
     env.set_parallelism(parallelism)
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(ts_fn)
     ds = env.from_source(EventSource(n), strategy, "events")
@@ -190,9 +197,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=3, help="best of N runs for each figure")
     ap.add_argument("--parallelism", type=int, default=1)
     ap.add_argument("--only", choices=["a", "b"], default=None)
+    ap.add_argument("--state-backend", choices=["hashmap", "rocksdb"], default="hashmap", help="state.backend.type")
     args = ap.parse_args(argv)
     n = args.events
-    print(f"events={n} parallelism={args.parallelism} best of {args.repeat}")
+    print(f"events={n} parallelism={args.parallelism} state.backend.type={args.state_backend} best of {args.repeat}")
     print(f"{'pipeline':<34}{'loop ev/s':>14}{'strom ev/s':>14}{'strom/loop':>12}")
     pipelines = {
         "a": ("(a) map -> filter", loop_a, strom_a),
@@ -204,7 +212,7 @@ def main(argv: list[str] | None = None) -> None:
         best_loop = min(timed(loop, n)[0] for _ in range(args.repeat))
         expected = loop(n)
         with step(f"{label}: strom, best of {args.repeat}"):
-            runs = [timed(strom, n, args.parallelism) for _ in range(args.repeat)]
+            runs = [timed(strom, n, args.parallelism, args.state_backend) for _ in range(args.repeat)]
         best_strom = min(t for t, _ in runs)
         if any(c != expected for _, c in runs):
             raise SystemExit(f"{label}: strom produced {[c for _, c in runs]} records, expected {expected}")
