@@ -10,8 +10,9 @@ The bundle pickles as a call to `python_environment.activated`: unpickling it ex
 the job's working directory and puts it on sys.path (`python_environment`). The StreamGraph pickles its
 bundle before anything else (stream_graph.py), so wherever a graph is unpickled — a JobManager decoding
 a submission, a slot deploying it, a Spark worker running a stage — a module that a user function
-imports is importable before that function is. The process that made the bundle skips activation: it
-has the files already, and it should not run pip.
+imports is importable before that function is. The process that made the bundle skips activation on
+unpickling (a client submitting to a cluster has the files already and runs no function); the embedded
+executor, which runs the functions in that process, activates it explicitly (datastream/executors.py).
 
 Errors name the path and the key: a missing file is one line, raised when the dependency is added and
 again when the graph is built (the key may have been set directly).
