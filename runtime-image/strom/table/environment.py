@@ -23,7 +23,7 @@ from strom.table import connectors
 from strom.table.data_stream_conversion import data_stream_node
 from strom.table.errors import NotSupportedYet, ValidationException
 from strom.table.expressions import Expression, col
-from strom.table.planner import builder, top_n, windowing
+from strom.table.planner import builder, over_agg, top_n, windowing
 from strom.table.planner.inline_values import values_node
 from strom.table.planner.plan import DataStreamScanNode, PlanNode, SourceNode
 from strom.table.planner.translate import blackhole_sink, print_sink, translate
@@ -288,6 +288,8 @@ class TableEnvironment:
             parts = dataclasses.replace(parts, where=where)
         else:
             source = self._plan_from(parts)
+        if parts.group_by is None and over_agg.has_over_aggregate(parts.select):
+            return over_agg.plan_over(source, parts.select, parts.where)
         if parts.group_by is not None and windowing.group_window_call(parts.group_by) is not None:
             node = source if parts.where is None else builder.filter_(source, parts.where)
             return windowing.group_window_aggregate(node, parts.group_by, parts.select, parts.having)

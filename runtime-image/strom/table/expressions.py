@@ -53,11 +53,23 @@ class Expression:
             return f"{self.name.upper()}({'DISTINCT ' if self.is_distinct else ''}{inner})"
         if self.op == "call" and self.name in _INFIX:
             return f"({self.args[0].sql()} {self.name.upper()} {self.args[1].sql()})"
+        if self.op == "call" and self.name == "over_agg":
+            n, flags, (kind, preceding) = self.value
+            part = ", ".join(a.sql() for a in self.args[1 : 1 + n])
+            order = ", ".join(f"{a.sql()}{' DESC' if d else ''}"
+                              for a, (d, _) in zip(self.args[1 + n :], flags, strict=True))
+            start = "UNBOUNDED" if preceding is None else (
+                _interval_sql(preceding) if isinstance(preceding, datetime.timedelta) else str(preceding))
+            return (f"{self.args[0].sql()} OVER (PARTITION BY {part} ORDER BY {order} {kind} BETWEEN {start} "
+                    f"PRECEDING AND CURRENT ROW)")
         if self.op == "call" and self.name == "cast":
             return f"CAST({self.args[0].sql()} AS {self.data_type})"
         return f"{self.name.upper()}({', '.join(a.sql() for a in self.args)})"
 
     def contains_aggregate(self) -> bool:
+        """A group aggregate inside (an OVER aggregate is not one: it keeps every row)."""
+        if self.op == "call" and self.name == "over_agg":
+            return False
         return self.op == "agg" or any(a.contains_aggregate() for a in self.args)
 
     # -- operators ---------------------------------------------------------------------------

@@ -272,3 +272,32 @@ class RankNode(PlanNode):
         end = "unbounded" if self.rank_end is None else str(self.rank_end)
         return (f"Rank(rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd={end}], partitionBy=[{part}], "
                 f"orderBy=[{order}], select=[{', '.join(self.names())}])")
+
+
+@dataclass(eq=False)
+class OverAggregateNode(PlanNode):
+    """OVER aggregates (Flink's OverAggregate): every input row once, with the aggregates over its frame —
+    the rows of its partition ordered by a time attribute, ROWS n / RANGE interval / UNBOUNDED PRECEDING up
+    to the current row. Rowtime: rows wait for the watermark and run in timestamp order; a row at or
+    behind the watermark is late and dropped. Output: the input columns, then one column per aggregate."""
+
+    input: PlanNode | None = None
+    partition: list[int] = field(default_factory=list)
+    time_index: int = 0
+    rowtime: bool = True
+    frame: tuple[str, Any] = ("RANGE", None)
+    aggs: list[AggCall] = field(default_factory=list)
+
+    @property
+    def inputs(self) -> list[PlanNode]:
+        assert self.input is not None
+        return [self.input]
+
+    def describe(self) -> str:
+        assert self.input is not None
+        names = self.input.names()
+        kind, preceding = self.frame
+        start = "UNBOUNDED" if preceding is None else str(preceding)
+        return (f"OverAggregate(partitionBy=[{', '.join(names[k] for k in self.partition)}], "
+                f"orderBy=[{names[self.time_index]} ASC], window=[{kind} BETWEEN {start} PRECEDING AND CURRENT "
+                f"ROW], select=[{', '.join(a.text for a in self.aggs)}])")

@@ -144,6 +144,10 @@ def _over_elsewhere(e: Expression, fns: list[Fn], types: list[DataType]) -> tupl
                           "WHERE rn <= N in the enclosing query")
 
 
+def _over_agg_elsewhere(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    raise NotSupportedYet(f"OVER aggregate {e.sql()} here (OVER aggregates run in a select list without GROUP BY)")
+
+
 _CMP: dict[str, Callable[[Any, Any], bool]] = {
     "=": lambda x, y: x == y,
     "<>": lambda x, y: x != y,
@@ -398,5 +402,6 @@ _CALLS: dict[str, Callable[[Expression, list[Fn], list[DataType]], tuple[Fn, Dat
     "cast": _cast,
     "to_timestamp_ltz": _to_timestamp_ltz,
     "row_number_over": _over_elsewhere,
+    "over_agg": _over_agg_elsewhere,
     "proctime": _proctime,
 }

@@ -24,10 +24,12 @@ from strom.table.planner.event_time import (
     window_assigner,
 )
 from strom.table.planner.group_agg import GlobalGroupMarker, GroupAggFunction
+from strom.table.planner.over_agg import OverAggFunction
 from strom.table.planner.plan import (
     CalcNode,
     DataStreamScanNode,
     GroupAggregateNode,
+    OverAggregateNode,
     PlanNode,
     RankNode,
     SourceNode,
@@ -69,6 +71,10 @@ def _translate(node: PlanNode, env: Any, memo: dict[str, DataStream]) -> DataStr
     if isinstance(node, WindowAggregateNode):
         assert node.input is not None
         return _window_aggregate(node, translate(node.input, env, memo))
+    if isinstance(node, OverAggregateNode):
+        assert node.input is not None
+        keyed = translate(node.input, env, memo).key_by(lambda row, p=tuple(node.partition): tuple(row[i] for i in p))
+        return keyed.process(OverAggFunction(node)).name(node.describe()).uid(node.uid("over-aggregate"))
     if isinstance(node, RankNode):
         assert node.input is not None
         return _rank(node, translate(node.input, env, memo))

@@ -442,6 +442,25 @@ def _interval(node: exp.Interval) -> datetime.timedelta:
     return datetime.timedelta(seconds=amount * _UNITS[unit])
 
 
+def _frame(spec: exp.Expression | None) -> tuple[str, Any]:
+    """An OVER frame as (ROWS | RANGE, preceding): an int row count, a timedelta, or None (UNBOUNDED).
+    Without a frame, Flink's default: RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW."""
+    if spec is None:
+        return ("RANGE", None)
+    kind = str(spec.args.get("kind") or "").upper()
+    end = spec.args.get("end")
+    if str(end).upper() != "CURRENT ROW" or str(spec.args.get("start_side") or "").upper() != "PRECEDING":
+        raise NotSupportedYet(f"OVER frame {spec.sql(DIALECT)} (only ... PRECEDING AND CURRENT ROW)")
+    start = spec.args.get("start")
+    if isinstance(start, str) or str(start).upper() == "UNBOUNDED":
+        return (kind, None)
+    if kind == "ROWS" and isinstance(start, exp.Literal) and not start.is_string:
+        return (kind, int(start.this))
+    if kind == "RANGE" and isinstance(start, exp.Interval):
+        return (kind, _interval(start))
+    raise NotSupportedYet(f"OVER frame {spec.sql(DIALECT)} (ROWS n PRECEDING or RANGE INTERVAL .. PRECEDING)")
+
+
 class _Translator:
     def __init__(self, qualifiers: set[str]) -> None:
         self.qualifiers = qualifiers
@@ -538,15 +557,22 @@ class _Translator:
         """ROW_NUMBER() OVER (PARTITION BY .. ORDER BY ..): a `row_number_over` call whose args are the
         partition expressions then the order expressions; value = (partition count, ((desc, nulls_first), ..)).
         The planner accepts it only as Top-N or deduplication (a rank filter in the enclosing query)."""
-        if not isinstance(node.this, exp.RowNumber):
-            raise NotSupportedYet(f"OVER windows ({node.this.sql(DIALECT)} OVER ...; ROW_NUMBER() runs as Top-N)")
-        if node.args.get("spec") is not None:
-            raise NotSupportedYet("OVER windows with a frame (ROWS/RANGE BETWEEN)")
         partition = [self.expr(e) for e in node.args.get("partition_by") or []]
         order = node.args.get("order")
         ordered = list(order.expressions) if order is not None else []
         keys = [self.expr(o.this) for o in ordered]
         flags = tuple((bool(o.args.get("desc")), bool(o.args.get("nulls_first"))) for o in ordered)
+        agg = next((name for cls, name in _AGGS.items() if type(node.this) is cls), None)
+        if agg is not None:
+            frame = _frame(node.args.get("spec"))
+            call = self._agg(node.this, agg)
+            if call.is_distinct:
+                raise NotSupportedYet(f"DISTINCT in an OVER aggregate ({node.sql(DIALECT)})")
+            return Expression("call", "over_agg", (call, *partition, *keys), value=(len(partition), flags, frame))
+        if not isinstance(node.this, exp.RowNumber):
+            raise NotSupportedYet(f"OVER windows ({node.this.sql(DIALECT)} OVER ...; ROW_NUMBER() runs as Top-N)")
+        if node.args.get("spec") is not None:
+            raise NotSupportedYet("ROW_NUMBER() OVER with a frame (ROWS/RANGE BETWEEN)")
         return Expression("call", "row_number_over", (*partition, *keys), value=(len(partition), flags))
 
     def _agg(self, node: exp.Expression, name: str) -> Expression:
