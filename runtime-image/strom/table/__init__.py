@@ -1,8 +1,12 @@
-"""`strom.table`: PyFlink's Table API & SQL on Strom's streaming runtime (first slice).
+"""`strom.table`: PyFlink's Table API & SQL on Strom's streaming runtime.
 
-What runs: from_elements, CREATE TABLE with the datagen/print/blackhole connectors, views, projection,
-WHERE, scalar functions, GROUP BY with COUNT/SUM/MIN/MAX/AVG (and DISTINCT) and HAVING, as changelogs
-(+I/-U/+U/-D) compiled onto DataStream operators. Everything else raises "not supported yet: ...".
+What runs: from_elements, from_data_stream (with a Schema's computed columns, rowtime metadata and
+watermark), CREATE TABLE with the datagen/print/blackhole connectors, computed columns, WATERMARK FOR and
+PROCTIME(), views, projection, WHERE, scalar functions, GROUP BY with COUNT/SUM/MIN/MAX/AVG (and DISTINCT)
+and HAVING as changelogs (+I/-U/+U/-D), window TVFs (TUMBLE/HOP/CUMULATE) and group windows (GROUP BY
+TUMBLE/HOP, Table.window(Tumble/Slide)) on the DataStream window operator, OVER aggregations, Top-N,
+deduplication and ORDER BY/LIMIT, all compiled onto DataStream operators. Everything else raises
+"not supported yet: ...".
 """
 
 from strom.common.row import Row, RowKind
