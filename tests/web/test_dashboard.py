@@ -65,7 +65,11 @@ def _job_file(tmp_path: Path) -> str:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SessionCluster, str]]:
     savepoints = tmp_path_factory.mktemp("savepoints").as_uri()
-    extra = ("-D", f"web.refresh-interval={REFRESH_MS}", "-D", f"state.savepoints.dir={savepoints}")
+    extra = (
+        *("-D", f"web.refresh-interval={REFRESH_MS}", "-D", f"state.savepoints.dir={savepoints}"),
+        # fresh figures in a second or two (defaults: reported every 10 s, rates over 60 s)
+        *("-D", "metrics.fetcher.update-interval=500", "-D", "metrics.meter.time-span=2000"),
+    )
     c = SessionCluster(taskmanagers=1, slots=2, extra=extra)
     try:
         job_id = submit(c, _job_file(tmp_path_factory.mktemp("dashboard")))  # checkpoints under its tmp dir
@@ -301,6 +305,52 @@ def test_stop_with_savepoint_finishes_the_job_after_its_savepoint(
     _savepoint_location(page, "Stop with savepoint")
     expect(page.locator("[data-field=job-state]")).to_have_text("FINISHED", timeout=WAIT_MS)
     assert c.get(f"/jobs/{job_id}")["state"] == "FINISHED"
+
+
+def _slow_sink_job_file(tmp_path: Path) -> str:
+    job = tmp_path / "slow_sink_job.py"
+    job.write_text(
+        textwrap.dedent("""
+        import time
+        from strom.common import WatermarkStrategy
+        from strom.datastream import StreamExecutionEnvironment
+        from strom.datastream.connectors import DataGeneratorSource
+
+        def slow(x):
+            time.sleep(0.01)  # at most 100 records/s: the source offers 2000
+            return None
+
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism(1)
+        numbers = env.from_source(DataGeneratorSource(lambda i: (i % 7, i), 10**12, 2000.0),
+                                  WatermarkStrategy.no_watermarks(), "fast source")
+        numbers.key_by(lambda e: e[0]).map(slow).name("slow sink")
+        env.execute("slow sink")
+        """)
+    )
+    return str(job)
+
+
+def test_a_slow_sink_colours_its_upstream_vertex_back_pressured_high(
+    page: Page, cluster: tuple[SessionCluster, str], tmp_path: Path, screenshots: Path
+) -> None:
+    """Last against the cluster: the source outruns the sink 20 to 1, so once the buffers between them are
+    full it waits for credit most of the time (back-pressured > 500 ms/s: Flink's level high)."""
+    c, _ = cluster
+    job_id = submit(c, _slow_sink_job_file(tmp_path))
+    try:
+        c.wait_for_state(job_id, ("RUNNING",))
+        details = c.get(f"/jobs/{job_id}")
+        (source,) = [v for v in details["vertices"] if v["name"].startswith("Source")]
+        page.goto(_url(c, f"jobs/{job_id}"))
+        vertex = page.locator(f"g.vertex[data-vertex-id='{source['id']}']")
+        expect(vertex).to_have_attribute("data-backpressure", "high", timeout=WAIT_MS)
+        expect(vertex).to_have_attribute("data-load", "backpressured")
+        level = c.get(f"/jobs/{job_id}/vertices/{source['id']}/backpressure")["backpressure-level"]
+        assert level in ("high", "low")  # the REST API agrees, give or take the refresh between the two reads
+        page.screenshot(path=screenshots / "job-graph-back-pressure.png", full_page=True)
+    finally:
+        c.cli("cancel", job_id)
 
 
 # -- against a FakeJobManagerView: figures set by the test --------------------------------------
