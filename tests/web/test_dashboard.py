@@ -38,6 +38,7 @@ from tests.engine.test_cluster import submit
 
 REFRESH_MS = 400  # web.refresh-interval of the test cluster: a few refreshes fit in a second
 WAIT_MS = 20_000  # the deadline of every wait for what the page shows
+SECRET = "wJalrXUtnFEMI-dashboard"
 
 
 def _job_file(tmp_path: Path) -> str:
@@ -69,6 +70,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SessionC
         *("-D", f"web.refresh-interval={REFRESH_MS}", "-D", f"state.savepoints.dir={savepoints}"),
         # fresh figures in a second or two (defaults: reported every 10 s, rates over 60 s)
         *("-D", "metrics.fetcher.update-interval=500", "-D", "metrics.meter.time-span=2000"),
+        *("-D", f"s3.secret-key={SECRET}"),  # never shown: the JobManager page lists it masked
     )
     c = SessionCluster(taskmanagers=1, slots=2, extra=extra)
     try:
@@ -119,6 +121,30 @@ def test_jobs_list_shows_the_running_job_with_its_rest_name_and_state(
     expect(row).to_contain_text(summary["name"], timeout=WAIT_MS)
     expect(row.locator(".state")).to_have_text(summary["state"])
     expect(page.locator("[data-table=completed-jobs] tr[data-job-id]")).to_have_count(0)
+
+
+def test_taskmanagers_page_lists_the_rest_apis_taskmanagers(page: Page, cluster: tuple[SessionCluster, str]) -> None:
+    c, _ = cluster
+    page.goto(_url(c, "taskmanagers"))
+    rows = page.locator("[data-table=taskmanagers] tr[data-taskmanager-id]")
+    expect(rows).to_have_count(1, timeout=WAIT_MS)
+    (tm,) = c.get("/taskmanagers")["taskmanagers"]
+    cells = rows.first.locator("td").all_inner_texts()
+    assert (cells[0], cells[4]) == (tm["id"], str(tm["slotsNumber"]))
+
+
+def test_jobmanager_page_shows_the_configuration_with_secrets_masked(
+    page: Page, cluster: tuple[SessionCluster, str]
+) -> None:
+    c, _ = cluster
+    page.goto(_url(c, "jobmanager"))
+    table = page.locator("[data-table=jobmanager-config]")
+    expect(table.locator("tr", has_text="web.refresh-interval").locator("td")).to_have_text(
+        str(REFRESH_MS), timeout=WAIT_MS
+    )
+    expect(table.locator("tr", has_text="s3.secret-key").locator("td")).to_have_text("******")
+    assert SECRET not in page.content()
+    assert len(table.locator("tr").all()) == len(c.get("/jobmanager/config"))
 
 
 def test_job_graph_draws_the_plans_vertices_and_edges(
