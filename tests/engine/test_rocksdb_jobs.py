@@ -44,6 +44,7 @@ from tests.engine import (
     test_windows_event_time,
     test_windows_triggers_evictors,
 )
+from tests.engine.failover_testing import run_with_restarts
 
 ROCKSDB = {"state.backend.type": "rocksdb"}
 
@@ -130,7 +131,7 @@ def test_keyed_and_window_programs_match_their_references_on_rocksdb(on_rocksdb,
 def test_keyed_state_is_exactly_once_after_a_failure_and_a_rocksdb_restore(tmp_path: Path, incremental: bool):
     env = test_checkpoints_local._env()
     test_checkpoints_local._keyed_sums_job(env)
-    job = test_checkpoints_local._run(
+    job = run_with_restarts(
         env,
         "rocksdb keyed sums",
         **ROCKSDB,
@@ -185,7 +186,7 @@ def _retained_rocksdb_checkpoint(tmp_path: Path) -> tuple[str, str]:
         .process(SumPerKey())
         .uid("sums")
     )
-    job = test_checkpoints_local._run(
+    job = run_with_restarts(
         env,
         "rocksdb sums to rescale",
         **ROCKSDB,
