@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from strom.common.configuration import Configuration
 from strom.common.key_groups import KeyGroupRange, assign_to_key_group
-from strom.common.time import MAX_WATERMARK
+from strom.common.time import MAX_WATERMARK, Duration
 from strom.datastream import AggregateFunction, StreamExecutionEnvironment
-from strom.datastream.window import SlidingEventTimeWindows, TumblingEventTimeWindows
+from strom.datastream.window import SlidingEventTimeWindows, TumblingEventTimeWindows, TumblingProcessingTimeWindows
 from strom.runtime.metrics import MetricGroup
 from strom.runtime.operators.base import OperatorContext, Output
 from strom.runtime.operators.window_fast_path import AlignedWindowAggregator
@@ -183,5 +183,54 @@ def test_window_panes_restore_across_backends_and_paths_and_fire_once(
         assert first.out.records, "nothing fired before the snapshot: the test would not cover a fired window"
         fired = _fired(kind, first.out.records + second.out.records)
         assert fired == _reference(kind, PHASE1 + PHASE2)
+    finally:
+        second.close()
+
+
+def _advance_processing_time(job: WindowJob, now_ms: int) -> None:
+    """Move every subtask's manual clock to `now_ms` and run its due processing-time timers."""
+    for op in job.ops:
+        pts = op.ctx.processing_time_service  # type: ignore[union-attr]
+        pts.now.ms = now_ms
+        pts.run_due()
+
+
+@pytest.mark.parametrize(("before", "after"), [(p, q) for p in PATHS for q in PATHS], ids=[
+    f"{a}-to-{b}" for a in PATH_IDS for b in PATH_IDS
+])
+def test_processing_time_panes_restore_across_backends_and_paths_and_fire_once(
+    before: tuple[str, bool], after: tuple[str, bool], monkeypatch: pytest.MonkeyPatch
+):
+    """Panes open at the snapshot fire once after restore, wherever they were taken and restored.
+
+    Processing time comes from each subtask's manual clock: PHASE1 arrives at 3 ms (window [0, 10), which
+    stays open over the snapshot), PHASE2 at 12 ms after the restore (window [10, 20)); the clock then
+    passes both ends. The fast path keeps its processing-time timers outside any snapshot, so this fails
+    if a restore off the fast path does not give the restored panes their timers."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    stream = (
+        env.from_collection(PHASE1)
+        .key_by(lambda r: r[0])
+        .window(TumblingProcessingTimeWindows.of(Duration.of_millis(10)))
+        .reduce(lambda a, b: (a[0], a[1], a[2] + b[2]))
+    )
+    first = WindowJob(stream, 3, backend=before[0], fast=before[1], monkeypatch=monkeypatch)
+    try:
+        _advance_processing_time(first, 3)
+        first.send(PHASE1)
+        snaps = first.snapshot()
+    finally:
+        first.close()
+    second = WindowJob(stream, 2, backend=after[0], fast=after[1], monkeypatch=monkeypatch, snapshots=snaps)
+    try:
+        _advance_processing_time(second, 12)  # window [0, 10) is overdue: it fires now, as in Flink
+        second.send(PHASE2)
+        _advance_processing_time(second, 25)
+        assert not first.out.records, "a pane fired before the snapshot: the open panes would not be covered"
+        expected: dict[tuple[str, int], int] = {}
+        for phase, window in ((PHASE1, 0), (PHASE2, 10)):
+            for k, _, amount in phase:
+                expected[(k, window)] = expected.get((k, window), 0) + amount
+        assert sorted((r[0], r[2]) for r in second.out.records) == sorted((k, s) for (k, _), s in expected.items())
     finally:
         second.close()

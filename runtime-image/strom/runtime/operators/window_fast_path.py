@@ -289,14 +289,23 @@ class AlignedWindowAggregator:
 
 def restore_timers_on_the_generic_path(op: Any, timers: list[tuple[int, int, int]]) -> None:
     """A snapshot taken on the fast path restored where the fast path does not apply (RocksDB, whose
-    savepoints restore from the heap's): the fast path kept one (time, fire | clean up, start) timer per
-    window outside the timer service; the generic path needs them per pane in the timer service, as the
-    default trigger (fire at max_timestamp) and the operator (cleanup) would have registered them.
-    Event time only: processing-time windows keep no timers in a snapshot."""
+    savepoints restore from the heap's, or an assigner that is no longer aligned): the generic path
+    needs per-pane timers in the timer service, as the default trigger (fire at max_timestamp) and the
+    operator (cleanup) would have registered them.
+
+    Event time: the fast path kept one (time, fire | clean up, start) timer per window outside the timer
+    service; each becomes a timer of every pane of that window. Processing time: the fast path kept its
+    timers in the processing-time service, which no snapshot holds, so every restored pane gets the timer
+    a fresh pane gets (max_timestamp: fire, then clean up; overdue ones fire at once, as in Flink)."""
+    backend, service, contents = op.backend, op.timer_service, op.window_state.table.name
     if not op.is_event_time:
+        for key_group_states in backend.entries_by_key_group().values():
+            for key, window, _ in key_group_states.get(contents, ()):
+                if isinstance(window, TimeWindow):
+                    backend.current_key = key
+                    service.register_processing_time_timer(window, window.max_timestamp())
         return
     size = op.assigner.size
-    backend, service, contents = op.backend, op.timer_service, op.window_state.table.name
     for ts, _, start in timers:
         window = TimeWindow(start, start + size)
         for key in backend.keys(contents, window):

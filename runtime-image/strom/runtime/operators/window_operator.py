@@ -102,7 +102,7 @@ class WindowOperator(StreamOperator):
             else None
         )
         restored_fast_timers = getattr(self, "_restored_fast_timers", None)
-        if self.fast is None and restored_fast_timers:
+        if self.fast is None and restored_fast_timers is not None:  # a fast-path snapshot, restored off it
             restore_timers_on_the_generic_path(self, restored_fast_timers)
 
     # -- snapshots: the fast path keeps its per-window timers outside the timer service ----------------
