@@ -9,6 +9,8 @@ configuration the test sets (figures worked by hand below).
 
 from __future__ import annotations
 
+import gzip
+import http.client
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +18,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pytest
+import strom.web
 from playwright.sync_api import Page, expect
 from strom.common.config_options import ConfigError
 from strom.runtime.jobmanager.read_model import (
@@ -32,7 +35,7 @@ from strom.runtime.jobmanager.read_model import (
 )
 from strom.runtime.jobmanager.rest_api import create_rest_app
 
-from tests.engine.cluster_testing import SessionCluster
+from tests.engine.cluster_testing import SessionCluster, wait_until
 from tests.engine.fake_jobmanager_view import NOW_MS, FakeJobManagerView, serving
 from tests.engine.test_cluster import submit
 
@@ -278,6 +281,16 @@ def test_the_cancel_button_cancels_the_job(page: Page, cluster: tuple[SessionClu
     expect(page.locator("[data-action=cancel]")).to_have_count(0)  # nothing left to cancel
 
 
+def _free_slots(cluster: tuple[SessionCluster, str]) -> SessionCluster:
+    """The cluster with both slots free: the tests that submit another job run after the cancel test, and a
+    selection (-k) that skips it ends the first job here instead of leaving the new one without slots."""
+    c, first_job = cluster
+    if c.get(f"/jobs/{first_job}")["state"] not in ("CANCELED", "FINISHED", "FAILED"):
+        c.cli("cancel", first_job)
+    wait_until(lambda: c.get("/overview")["slots-available"] == 2, what="both slots free")
+    return c
+
+
 def _failing_job_file(tmp_path: Path) -> str:
     job = tmp_path / "failing_job.py"
     job.write_text(
@@ -304,7 +317,7 @@ def test_a_failed_job_shows_its_root_cause_exception(
     page: Page, cluster: tuple[SessionCluster, str], tmp_path: Path, screenshots: Path
 ) -> None:
     """After the cancel test: the cluster's two slots are free again."""
-    c, _ = cluster
+    c = _free_slots(cluster)
     job_id = submit(c, _failing_job_file(tmp_path))
     assert c.wait_for_state(job_id, ("FINISHED", "FAILED", "CANCELED")) == "FAILED"
     root = c.get(f"/jobs/{job_id}/exceptions")["root-exception"]
@@ -322,7 +335,7 @@ def test_stop_with_savepoint_finishes_the_job_after_its_savepoint(
     page: Page, cluster: tuple[SessionCluster, str], tmp_path: Path
 ) -> None:
     """After the failed job: a fresh run of the streaming job takes the two slots again."""
-    c, _ = cluster
+    c = _free_slots(cluster)
     job_id = submit(c, _job_file(tmp_path))
     c.wait_for_state(job_id, ("RUNNING",))
     page.goto(_url(c, f"jobs/{job_id}"))
@@ -362,7 +375,7 @@ def test_a_slow_sink_colours_its_upstream_vertex_back_pressured_high(
 ) -> None:
     """Last against the cluster: the source outruns the sink 20 to 1, so once the buffers between them are
     full it waits for credit most of the time (back-pressured > 500 ms/s: Flink's level high)."""
-    c, _ = cluster
+    c = _free_slots(cluster)
     job_id = submit(c, _slow_sink_job_file(tmp_path))
     try:
         c.wait_for_state(job_id, ("RUNNING",))
@@ -480,6 +493,28 @@ def test_only_the_shipped_files_are_served(page: Page) -> None:
         assert page.request.get(f"{base}/web/vendor/dagre.esm.js").status == 200
         for path in ("/web/__init__.py", "/web/../rest_api.py", "/web/%2e%2e/openapi.py", "/web/missing.js"):
             assert page.request.get(base + path).status == 404, path
+
+
+def _get(port: int, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path, headers=headers)
+        response = conn.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        conn.close()
+
+
+def test_assets_are_gzipped_and_revalidated_by_etag() -> None:
+    shipped = (Path(strom.web.__file__).parent / "vendor" / "dagre.esm.js").read_bytes()
+    with serving(_fake_view()) as port:
+        status, headers, body = _get(port, "/web/vendor/dagre.esm.js", {"Accept-Encoding": "gzip"})
+        assert (status, headers["content-encoding"]) == (200, "gzip") and gzip.decompress(body) == shipped
+        assert "default-src 'self'" in headers["content-security-policy"]
+        status, _, body = _get(port, "/web/vendor/dagre.esm.js", {"If-None-Match": headers["etag"]})
+        assert (status, body) == (304, b"")
+        status, _, body = _get(port, "/web/vendor/dagre.esm.js", {"If-None-Match": '"stale"'})
+        assert (status, body) == (200, shipped)  # another version's tag: the whole file
 
 
 def test_the_vertex_load_rule_matches_hand_worked_cases(page: Page) -> None:
