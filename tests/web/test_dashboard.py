@@ -204,7 +204,7 @@ def test_clicking_a_vertex_lists_its_subtasks_as_the_rest_api_does(
     page.goto(_url(c, f"jobs/{job_id}"))
     page.locator(f"svg.job-graph g.vertex[data-vertex-id='{widest['id']}']").click(timeout=WAIT_MS)
     panel = page.locator(f"[data-panel=vertex][data-vertex-id='{widest['id']}']")
-    expect(panel.locator("h2")).to_have_text(f"Subtasks of {widest['name']}", timeout=WAIT_MS)
+    expect(panel.locator("h2", has_text="Subtasks of")).to_have_text(f"Subtasks of {widest['name']}", timeout=WAIT_MS)
     rows = panel.locator("tr[data-subtask]")
     expect(rows).to_have_count(2)
     shown = {
@@ -458,6 +458,27 @@ def test_vertices_are_coloured_by_busy_back_pressured_and_idle_time(page: Page) 
         source.click()
         levels = page.locator("[data-panel=vertex] tr[data-subtask] td:last-child")
         expect(levels).to_have_text(["high", "low"], timeout=WAIT_MS)
+
+
+def _rates(view: FakeJobManagerView, vid: VertexId, out_per_subtask: tuple[float, float]) -> None:
+    for i, rate in enumerate(out_per_subtask):
+        view.metrics[(JID, vid)][i]["numRecordsOutPerSecond"] = rate
+
+
+def test_vertex_charts_grow_with_each_refresh_from_the_rest_figures(page: Page) -> None:
+    """Records out per second is the sum over subtasks (120 + 80 = 200, then 300 + 50 = 350); busy time the
+    maximum subtask (900 ms/s). The page keeps the history itself: the REST API has current values only."""
+    view = _fake_view(**{"web.refresh-interval": "200"})
+    _rates(view, MIDDLE, (120.0, 80.0))
+    with serving(view) as port:
+        page.goto(f"http://127.0.0.1:{port}/#/jobs/{JID}/overview/{MIDDLE}")
+        out = page.locator("[data-panel=vertex] [data-chart=numRecordsOutPerSecond]")
+        expect(out).to_have_attribute("data-last", "200", timeout=WAIT_MS)
+        expect(page.locator("[data-chart=busyTimeMsPerSecond]")).to_have_attribute("data-last", "900")
+        _rates(view, MIDDLE, (300.0, 50.0))
+        expect(out).to_have_attribute("data-last", "350", timeout=WAIT_MS)
+        assert int(out.get_attribute("data-points") or 0) >= 2
+        assert out.locator("polyline").get_attribute("points").count(",") == int(out.get_attribute("data-points") or 0)
 
 
 def test_the_job_actions_are_absent_when_web_cancel_enable_is_false(page: Page) -> None:

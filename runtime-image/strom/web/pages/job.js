@@ -2,12 +2,21 @@
 // (/jobs/:id + per-vertex /subtasks/metrics), /checkpoints, /exceptions and /config.
 import { cancelJob, getJson, savepointResult, stopWithSavepoint, triggerSavepoint } from "../rest.js";
 import { drawGraph, layoutPlan, vertexLoad } from "../dag.js";
+import { history, lineChart, record } from "../charts.js";
 import { formatBytes, formatCount, formatDuration, formatTime, h, keyValues, stateBadge, table } from "../dom.js";
 
 const TERMINAL = new Set(["FINISHED", "CANCELED", "FAILED"]);
 const TABS = [["overview", "Overview"], ["checkpoints", "Checkpoints"], ["exceptions", "Exceptions"],
   ["configuration", "Configuration"]];
 const LOAD_METRICS = "busyTimeMsPerSecond,backPressuredTimeMsPerSecond,idleTimeMsPerSecond";
+// charted per vertex: rates summed over its subtasks, time shares at their maximum (the worst subtask)
+const CHARTS = [
+  ["numRecordsInPerSecond", "sum", "Records in per second", "/s"],
+  ["numRecordsOutPerSecond", "sum", "Records out per second", "/s"],
+  ["busyTimeMsPerSecond", "max", "Busy time (max subtask)", "ms/s"],
+  ["backPressuredTimeMsPerSecond", "max", "Back-pressured time (max subtask)", "ms/s"],
+];
+const METRICS = `${LOAD_METRICS},numRecordsInPerSecond,numRecordsOutPerSecond`;
 const layouts = new Map(); // plan signature -> layout: positions stay put between refreshes
 
 function layoutFor(plan) {
@@ -16,14 +25,23 @@ function layoutFor(plan) {
   return layouts.get(key);
 }
 
-async function vertexLoads(jid, vertices) {
+// Each vertex's load (for the colours); its figures are recorded for the charts at `now` (when seen).
+async function vertexLoads(jid, vertices, now) {
   const entries = await Promise.all(vertices.map(async (v) => {
-    const path = `/jobs/${jid}/vertices/${v.id}/subtasks/metrics?get=${LOAD_METRICS}&agg=max`;
-    const values = Object.fromEntries((await getJson(path)).map((m) => [m.id, Number(m.max)]));
-    return [v.id, vertexLoad(values)];
+    const path = `/jobs/${jid}/vertices/${v.id}/subtasks/metrics?get=${METRICS}&agg=max,sum`;
+    const answer = await getJson(path);
+    const max = Object.fromEntries(answer.map((m) => [m.id, Number(m.max)]));
+    for (const [metric, agg] of CHARTS) {
+      const entry = answer.find((m) => m.id === metric);
+      if (entry) record(`${jid}/${v.id}/${metric}`, now, Number(entry[agg]));
+    }
+    return [v.id, vertexLoad(max)];
   }));
   return new Map(entries);
 }
+
+const charts = (jid, vid) => h("div", { class: "charts" }, CHARTS.map(([metric, , title, unit]) =>
+  lineChart(title, history(`${jid}/${vid}/${metric}`), unit, { "data-chart": metric })));
 
 // One vertex's subtasks (/jobs/:id/vertices/:vid) with their back-pressure level (/backpressure).
 async function vertexPanel(jid, vid) {
@@ -38,6 +56,8 @@ async function vertexPanel(jid, vid) {
     h("td", null, formatCount(s.metrics["read-records"])), h("td", null, formatCount(s.metrics["write-records"])),
     h("td", null, formatDuration(s.duration)), h("td", null, levels.get(s.subtask) || "unknown")));
   return h("div", { "data-panel": "vertex", "data-vertex-id": vertex.id },
+    h("h2", null, `Metrics of ${vertex.name}`, h("span", { class: "muted" }, " (since this page opened)")),
+    charts(jid, vertex.id),
     h("h2", null, `Subtasks of ${vertex.name}`),
     table(["Subtask", "Status", "Attempt", "Endpoint", "TaskManager", "Records in", "Records out", "Duration",
       "Back pressure"], rows, { "data-table": "subtasks" }));
@@ -45,7 +65,7 @@ async function vertexPanel(jid, vid) {
 
 async function graphTab(job, vertexId, ctx) {
   const vertices = new Map(job.vertices.map((v) => [v.id, v]));
-  const loads = await vertexLoads(job.jid, job.vertices);
+  const loads = await vertexLoads(job.jid, job.vertices, Date.now());
   const panel = vertices.has(vertexId) ? await vertexPanel(job.jid, vertexId) : null;
   const rows = job.vertices.map((v) => h("tr", { "data-vertex-id": v.id, class: v.id === vertexId ? "selected" : null },
     h("td", null, h("a", { href: `#/jobs/${job.jid}/overview/${v.id}` }, v.name)), h("td", null, v.parallelism), h("td", null, stateBadge(v.status)),
