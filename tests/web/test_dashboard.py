@@ -136,6 +136,24 @@ def test_taskmanagers_page_lists_the_rest_apis_taskmanagers(page: Page, cluster:
     assert (cells[0], cells[4]) == (tm["id"], str(tm["slotsNumber"]))
 
 
+def test_a_taskmanagers_page_shows_its_slots_and_metrics_as_the_rest_api_does(
+    page: Page, cluster: tuple[SessionCluster, str]
+) -> None:
+    c, _ = cluster
+    (tm,) = c.get("/taskmanagers")["taskmanagers"]
+    page.goto(_url(c, "taskmanagers"))
+    page.locator(f"tr[data-taskmanager-id='{tm['id']}'] a").click(timeout=WAIT_MS)
+    expect(page.locator("[data-field=slots]")).to_have_text(str(tm["slotsNumber"]), timeout=WAIT_MS)
+
+    def same_metrics() -> bool:  # the TaskManager's first report may land between two reads: wait for a refresh
+        names = {m["id"] for m in c.get(f"/taskmanagers/{tm['id']}/metrics")}
+        return bool(names) and set(page.locator("[data-table=taskmanager-metrics] th").all_inner_texts()) == names
+
+    wait_until(same_metrics, timeout=WAIT_MS / 1000, what="the page's metrics equal /taskmanagers/:id/metrics")
+    page.goto(_url(c, "taskmanagers/no-such-taskmanager"))
+    expect(page.locator("[data-page=taskmanager-not-found]")).to_contain_text("not found", timeout=WAIT_MS)
+
+
 def test_jobmanager_page_shows_the_configuration_with_secrets_masked(
     page: Page, cluster: tuple[SessionCluster, str]
 ) -> None:

@@ -3,7 +3,7 @@
 // page every web.refresh-interval ms without reloading. A failed REST call shows its message in the page.
 import { getJson } from "./rest.js";
 import { h } from "./dom.js";
-import { jobManagerPage, jobsPage, overviewPage, taskManagersPage } from "./pages/cluster.js";
+import { jobManagerPage, jobsPage, overviewPage, taskManagerPage, taskManagersPage } from "./pages/cluster.js";
 import { jobPage } from "./pages/job.js";
 
 const content = document.getElementById("content");
@@ -34,7 +34,7 @@ function pageFor(r) {
   switch (r.page) {
     case "overview": return overviewPage();
     case "jobs": return r.id ? jobPage(r.id, r.tab, r.sub, ctx) : jobsPage();
-    case "taskmanagers": return taskManagersPage();
+    case "taskmanagers": return r.id ? taskManagerPage(decodeURIComponent(r.id)) : taskManagersPage();
     case "jobmanager": return jobManagerPage();
     default: return Promise.resolve(h("section", { "data-page": "not-found" },
       h("h1", null, "Page not found"), h("p", { class: "error" }, `No page ${location.hash}.`)));

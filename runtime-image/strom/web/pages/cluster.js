@@ -47,7 +47,7 @@ export async function jobsPage() {
 export async function taskManagersPage() {
   const tms = (await getJson("/taskmanagers")).taskmanagers;
   const rows = tms.map((tm) => h("tr", { "data-taskmanager-id": tm.id },
-    h("td", null, tm.id), h("td", null, tm.path), h("td", null, tm.dataPort),
+    h("td", null, h("a", { href: `#/taskmanagers/${encodeURIComponent(tm.id)}` }, tm.id)), h("td", null, tm.path), h("td", null, tm.dataPort),
     h("td", null, formatDuration(Date.now() - tm.timeSinceLastHeartbeat) + " ago"),
     h("td", null, tm.slotsNumber), h("td", null, tm.freeSlots),
     h("td", null, tm.hardware.cpuCores), h("td", null, formatBytes(tm.hardware.physicalMemory))));
@@ -61,4 +61,29 @@ export async function jobManagerPage() {
   const sorted = [...config].sort((a, b) => a.key.localeCompare(b.key));
   return h("section", { "data-page": "jobmanager" }, h("h1", null, "Job Manager configuration"),
     keyValues(sorted.map((e) => [e.key, e.value]), { "data-table": "jobmanager-config" }));
+}
+
+// One TaskManager: its entry of /taskmanagers (Strom has no /taskmanagers/:id) and /taskmanagers/:id/metrics.
+export async function taskManagerPage(id) {
+  const tm = (await getJson("/taskmanagers")).taskmanagers.find((t) => t.id === id);
+  if (!tm) {
+    return h("section", { "data-page": "taskmanager-not-found" }, h("h1", null, "Task Manager not found"),
+      h("p", { class: "error" }, `No TaskManager ${id} is registered with this JobManager.`),
+      h("p", null, h("a", { href: "#/taskmanagers" }, "All Task Managers")));
+  }
+  const path = `/taskmanagers/${encodeURIComponent(id)}/metrics`;
+  const names = (await getJson(path)).map((m) => m.id).sort();
+  const values = names.length ? await getJson(`${path}?get=${names.map(encodeURIComponent).join(",")}`) : [];
+  const memory = Object.entries(tm.memoryConfiguration || {}).map(([k, v]) => [k, formatBytes(v)]);
+  return h("section", { "data-page": "taskmanager", "data-taskmanager-id": tm.id },
+    h("h1", null, `Task Manager ${tm.id}`),
+    h("div", { class: "stats" },
+      stat("Slots", tm.slotsNumber, "slots"), stat("Free slots", tm.freeSlots, "free-slots"),
+      stat("CPU cores", tm.hardware.cpuCores, "cpu-cores"),
+      stat("Physical memory", formatBytes(tm.hardware.physicalMemory), "physical-memory")),
+    keyValues([["Path", tm.path], ["Data port", tm.dataPort],
+      ["Last heartbeat", formatTime(tm.timeSinceLastHeartbeat)], ["Free memory", formatBytes(tm.hardware.freeMemory)],
+      ["Managed memory", formatBytes(tm.hardware.managedMemory)]]),
+    h("h2", null, "Memory configuration"), keyValues(memory, { "data-table": "memory" }),
+    h("h2", null, "Metrics"), keyValues(values.map((m) => [m.id, m.value]), { "data-table": "taskmanager-metrics" }));
 }
