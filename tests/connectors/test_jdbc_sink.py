@@ -20,6 +20,7 @@ from strom.datastream.connectors.jdbc import (
     JdbcSink,
 )
 from strom.runtime.local_executor import JobExecutionError
+from strom.runtime.metrics import MetricGroup
 from strom.runtime.tasks.processing_time import ManualClock, ProcessingTimeService
 
 from tests.engine.failover_testing import FailOnceAt, run_with_restarts
@@ -103,6 +104,24 @@ def test_a_batch_is_written_at_its_size_or_after_its_interval(postgres, table_na
         clock.advance(1)
         pts.run_due()  # the interval passed: the fourth row goes
         assert sorted(table_rows(postgres, table_name)) == [(i, "x", i) for i in range(4)]
+    finally:
+        writer.close()
+
+
+def test_num_records_out_counts_the_rows_the_database_holds(postgres, table_name):
+    """Flink's sink writer metric numRecordsOut, read from the writer's metric group, against the table."""
+    create_table(postgres, table_name)
+    sink = JdbcSink.sink(f"INSERT INTO {table_name} VALUES (?, ?, ?)", ROW, connection(postgres),
+                         JdbcExecutionOptions.builder().with_batch_size(3).with_batch_interval_ms(0).build())
+    group = MetricGroup()
+    writer = sink.create_writer(SinkInitContext(0, 1, 0, ProcessingTimeService(ManualClock(0)), metric_group=group))
+    try:
+        records_out = dict(group.registered_metrics())["numRecordsOut"]
+        for i in range(5):
+            writer.write((i, "x", i), None)
+        assert records_out.get_count() == len(table_rows(postgres, table_name)) == 3  # one batch; two buffered
+        writer.flush(False)
+        assert records_out.get_count() == len(table_rows(postgres, table_name)) == 5
     finally:
         writer.close()
 

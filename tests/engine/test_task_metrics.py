@@ -220,7 +220,7 @@ def test_user_counter_gauge_meter_and_distribution_appear_in_the_snapshot():
     assert metrics["last"].kind == "gauge" and metrics["last"].value == 500
     assert metrics["io_events"].kind == "meter" and dict(metrics["io_events"].stats)["count"] == 500
     assert metrics["io_events"].value > 0
-    dist = metrics["value"]
+    dist = metrics["kind_value"]  # a key/value group's key stays in the name, its value is a label (Flink)
     assert dist.operator_name == "Instrumented" and dist.labels == (("kind", "number"),)
     stats = dict(dist.stats)
     assert dist.value == 500 and stats["sum"] == sum(range(1, 501))
@@ -288,11 +288,13 @@ def test_histogram_statistics_match_the_statistics_module():
     assert (d.get_statistics().min, d.get_statistics().max) == (1.0, 9.0)  # over every value
 
 
-def test_user_metric_names_follow_groups_and_key_value_groups_become_labels():
+def test_user_metric_names_follow_groups_and_key_value_group_values_become_labels():
     subtask = MetricGroup().add_group("task", "T").add_group("subtask", "0")
     op = subtask.add_group("operator", "my op")
     op.add_group("a").add_group("b").counter("c").inc(3)
     op.add_group("shard", "7").gauge("g", lambda: "not a number")  # non-numeric gauges are skipped
     op.add_group("shard", "7").gauge("h", lambda: True)
     got = {(m.name, m.labels): m.value for m in collect_user_metrics(subtask)}
-    assert got == {("a_b_c", ()): 3.0, ("h", (("shard", "7"),)): 1.0}
+    assert got == {("a_b_c", ()): 3.0, ("shard_h", (("shard", "7"),)): 1.0}
+    ids = {m.identifier for m in collect_user_metrics(subtask)}
+    assert ids == {"a.b.c", "shard.7.h"}  # Flink's REST ids keep the value in the scope

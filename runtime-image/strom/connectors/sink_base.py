@@ -42,6 +42,9 @@ class SinkInitContext:
     checkpointing: bool = False
     # the sink operator's uid: tells two sinks of one job apart (e.g. whose leftover files are whose)
     operator_uid: str = ""
+    # the sink operator's metric group (Flink's InitContext.metricGroup()): writers register their
+    # metrics there (Kafka's numRecordsSend, JDBC's numRecordsOut); None outside a running task
+    metric_group: Any = None
 
 
 class SinkWriterContext(Protocol):

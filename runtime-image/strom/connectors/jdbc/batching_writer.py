@@ -46,6 +46,10 @@ class JdbcBatchingWriter(PrecommittingSinkWriter):
         self._closed = False
         self._pts = context.processing_time_service
         self._conn: Any = connect(sink.connection_options, autocommit=False, what=self._what)
+        # Flink's sink writer metric: rows written to the database (in the exactly-once sink: into its
+        # open transaction)
+        group = context.metric_group
+        self._records_out = group.counter("numRecordsOut") if group is not None else None
         if self._interval > 0:
             self._pts.register_timer(self._pts.now() + self._interval, self._on_interval)
 
@@ -74,6 +78,8 @@ class JdbcBatchingWriter(PrecommittingSinkWriter):
                 with self._conn.cursor() as cur:
                     cur.executemany(self._sql, batch)
                 self._conn.commit()
+                if self._records_out is not None:
+                    self._records_out.inc(len(batch))
                 batch.clear()
                 return
             except Exception as e:

@@ -138,6 +138,10 @@ class JdbcExactlyOnceWriter(PrecommittingSinkWriter):
         self._closed = False
         self._pts = context.processing_time_service
         self._conn: Any = connect(sink.connection_options, autocommit=False, what=self._what)
+        # Flink's sink writer metric: rows written to the database (in the exactly-once sink: into its
+        # open transaction)
+        group = context.metric_group
+        self._records_out = group.counter("numRecordsOut") if group is not None else None
         self._prepared = PreparedTransactions(sink.connection_options, self._what)
         self._check_prepared_transactions_enabled()
         # after the restore committed the checkpoint's transactions (restore_state runs before open)
@@ -197,6 +201,8 @@ class JdbcExactlyOnceWriter(PrecommittingSinkWriter):
             raise RuntimeError(
                 f"{self._what}: writing {len(batch)} rows with {self._sink.sql!r} failed ({first_line(e)}); {hint}"
             ) from e
+        if self._records_out is not None:
+            self._records_out.inc(len(batch))
         batch.clear()
 
     def flush(self, end_of_input: bool) -> None:

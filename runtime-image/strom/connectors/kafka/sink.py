@@ -37,6 +37,7 @@ from enum import Enum
 from typing import Any
 
 from strom.connectors.kafka.client import client_config, require_confluent_kafka, unreachable
+from strom.connectors.kafka.metrics import KafkaWriterMetrics
 from strom.connectors.sink_base import Committer, PrecommittingSinkWriter, SinkInitContext, TwoPhaseCommittingSink
 
 _FENCE_IDS = 3  # producer ids per subtask fenced (lingering transactions aborted) when a writer starts
@@ -134,6 +135,7 @@ class KafkaWriter(PrecommittingSinkWriter):
         self._subtask = context.subtask_index
         self._exactly_once = sink.delivery_guarantee is DeliveryGuarantee.EXACTLY_ONCE and context.checkpointing
         self._error: BaseException | None = None
+        self.metrics = KafkaWriterMetrics(context.metric_group)
         if self._exactly_once:
             sink.check_transaction_timeout(context.config)
             self._free: list[tuple[str, Any]] = []  # (transactional id, producer) without a transaction
@@ -160,6 +162,8 @@ class KafkaWriter(PrecommittingSinkWriter):
             self._error = unreachable(self._sink.bootstrap_servers, self._kafka.KafkaException(err))
 
     def _on_delivery(self, err: Any, _msg: Any) -> None:
+        if err is not None:
+            self.metrics.record_error()
         if err is not None and self._error is None:
             if err.code() in (self._kafka.KafkaError.UNKNOWN_TOPIC_OR_PART, self._kafka.KafkaError._UNKNOWN_TOPIC):
                 self._error = RuntimeError(
@@ -205,6 +209,7 @@ class KafkaWriter(PrecommittingSinkWriter):
                 break
             except BufferError:
                 self._producer.poll(0.05)  # the local queue is full: wait for deliveries (back pressure)
+        self.metrics.record_sent(1, (len(key) if key else 0) + (len(data) if data else 0))
         if self._exactly_once:
             self._records.append((topic, key, data, partition, ts))
         self._producer.poll(0)

@@ -16,6 +16,10 @@ Flink's: the reader names each record's partition (`last_splits`) and the partit
 (`current_splits`), the source operator runs one generator per partition and emits the minimum over
 the partitions that are not idle (`WatermarkStrategy.with_idleness`), see split_watermarks.py.
 Watermark alignment across sources (Flink's `with_watermark_alignment`) is not built.
+
+Metrics under Flink's names (numRecordsIn, numBytesIn, pendingRecords, the event-time lags, and
+KafkaSourceReader.topic.<t>.partition.<p>.currentOffset / committedOffset) go to the operator's
+metric group, see metrics.py.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from strom.connectors.kafka.client import (
     require_confluent_kafka,
     unreachable,
 )
+from strom.connectors.kafka.metrics import INITIAL_OFFSET, KafkaSourceReaderMetrics, operator_metric_group
 from strom.connectors.kafka.offsets import KafkaOffsetsInitializer, KafkaTopicPartition
 
 _MAX_POLL_WAIT_S = 0.05  # an empty fetch waits at most this long before poll() returns []
@@ -74,6 +79,14 @@ class KafkaSourceReader(SourceReader):
         self._cancelled = threading.Event()
         self.last_timestamps: list[int] | None = None
         self.last_splits: list[tuple[str, int]] = []  # the partition of each record of the last batch
+        self._last_read: dict[tuple[str, int], int] = {}  # offset of the last record read per partition
+        self.metrics = KafkaSourceReaderMetrics(
+            operator_metric_group(context.runtime_context), pending_records=self.pending_records
+        )
+
+    def _register_metrics(self, topic: str, partition: int) -> None:
+        key = (topic, partition)
+        self.metrics.register_partition(topic, partition, lambda: self._last_read.get(key, INITIAL_OFFSET))
 
     # -- splits ------------------------------------------------------------------------------------
     def snapshot_splits(self) -> list[sp.Split]:
@@ -81,6 +94,8 @@ class KafkaSourceReader(SourceReader):
 
     def restore_splits(self, splits: list[sp.Split]) -> None:
         self._splits = {(t, p): (t, p, int(n), s) for t, p, n, s in splits}
+        for t, p in self._splits:
+            self._register_metrics(t, p)
         self._restored = True
 
     def prepare_snapshot(self, checkpoint_id: int) -> None:
@@ -108,6 +123,7 @@ class KafkaSourceReader(SourceReader):
     def _start(self) -> None:
         kafka = require_confluent_kafka()
         conf = self._src.consumer_config(self._subtask)
+        conf["on_commit"] = self.metrics.record_commit  # committedOffset: what Kafka acknowledged
         try:
             self._consumer = kafka.Consumer(conf)
         except kafka.KafkaException as exc:
@@ -143,6 +159,7 @@ class KafkaSourceReader(SourceReader):
             start = initializer.resolve(offsets, t, p)
             stop = stopping.resolve(offsets, t, p) if stopping is not None else None
             self._splits[(t, p)] = (t, p, start, stop)
+            self._register_metrics(t, p)
         self._assign()
 
     def _assign(self) -> None:
@@ -163,6 +180,9 @@ class KafkaSourceReader(SourceReader):
             messages = self._consumer.consume(num_messages=max_records, timeout=_MAX_POLL_WAIT_S)
         except kafka.KafkaException as exc:
             raise unreachable(self._src.bootstrap_servers, exc) from None
+        fetch_ms = int(time.time() * 1000) if messages else 0
+        nbytes = 0
+        last_read = self._last_read
         out: list[Any] = []
         stamps: list[int] = []
         origins: list[tuple[str, int]] = []
@@ -188,8 +208,11 @@ class KafkaSourceReader(SourceReader):
                 finished = True
                 continue
             self._splits[key] = (split[0], split[1], m.offset() + 1, stop)
+            last_read[key] = m.offset()
             if stop is not None and m.offset() + 1 >= stop:
                 finished = True
+            raw_key, raw_value = m.key(), m.value()
+            nbytes += (len(raw_key) if raw_key else 0) + (len(raw_value) if raw_value else 0)
             value = deserialize(m)
             if value is None:
                 continue  # Flink drops records its deserializer turns into null
@@ -200,6 +223,11 @@ class KafkaSourceReader(SourceReader):
             self._assign()  # stop fetching partitions that reached their stopping offset
         self.last_timestamps = stamps
         self.last_splits = origins
+        if messages:
+            self.metrics.record_batch(
+                records=len(out), nbytes=nbytes, last_timestamp_ms=stamps[-1] if stamps else None,
+                fetch_ms=fetch_ms, emit_ms=int(time.time() * 1000),
+            )
         if not out and self._src.bounded and all(sp.is_finished(s) for s in self._splits.values()):
             return None
         return out

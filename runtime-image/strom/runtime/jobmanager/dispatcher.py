@@ -347,6 +347,6 @@ class JobManager:
                     values = dict(s.task)
                     for u in s.user:
                         if isinstance(u.value, int | float):
-                            values[f"{u.operator_name}.{u.name}"] = float(u.value)
+                            values[f"{u.operator_name}.{u.identifier or u.name}"] = float(u.value)  # Flink's REST id
                     out[s.subtask_index] = values
         return out

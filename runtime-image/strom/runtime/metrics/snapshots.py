@@ -21,8 +21,11 @@ COUNTER, GAUGE, METER, HISTOGRAM = "counter", "gauge", "meter", "histogram"
 class UserMetric:
     """One metric a user function registered through get_metrics_group().
 
-    `name` is the scope below the operator joined with "_" plus the metric's name; key/value
-    groups are `labels` instead (Flink's Prometheus reporter does the same). `value` is the
+    `name` is the scope below the operator joined with "_" plus the metric's name, where a key/value
+    group contributes its key and its value becomes one of the `labels` (Flink's Prometheus reporter:
+    `KafkaSourceReader_topic_partition_currentOffset{topic=..,partition=..}`); `identifier` is Flink's
+    REST id below the operator, every scope part joined with "." (`KafkaSourceReader.topic.t.partition.0
+    .currentOffset`), so metrics that differ only in a key/value group stay apart. `value` is the
     count of a counter, the value of a gauge, the rate of a meter, or the number of values of a
     histogram/distribution; `stats` holds the rest (a meter's count; a histogram's
     sum/min/max/mean/stddev and quantiles as ("p0.5", v), ...).
@@ -34,6 +37,7 @@ class UserMetric:
     value: float
     labels: tuple[tuple[str, str], ...] = ()
     stats: tuple[tuple[str, float], ...] = ()
+    identifier: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,22 +115,24 @@ def as_number(value: Any) -> float | None:
     return None
 
 
-def _user_metric(operator_name: str, name: str, labels: tuple[tuple[str, str], ...], m: Any) -> UserMetric | None:
+def _user_metric(
+    operator_name: str, name: str, labels: tuple[tuple[str, str], ...], m: Any, identifier: str
+) -> UserMetric | None:
     if isinstance(m, Counter):
-        return UserMetric(operator_name, name, COUNTER, float(m.count), labels)
+        return UserMetric(operator_name, name, COUNTER, float(m.count), labels, (), identifier)
     if isinstance(m, Meter):
-        return UserMetric(operator_name, name, METER, m.get_rate(), labels, (("count", float(m.count)),))
+        return UserMetric(operator_name, name, METER, m.get_rate(), labels, (("count", float(m.count)),), identifier)
     if isinstance(m, Histogram):
         s = m.get_statistics()
         stats = (("sum", s.sum), ("min", s.min), ("max", s.max), ("mean", s.mean), ("stddev", s.stddev))
         stats = tuple((k, float(v)) for k, v in stats + tuple((f"p{q}", v) for q, v in s.quantiles))
-        return UserMetric(operator_name, name, HISTOGRAM, float(s.count), labels, stats)
+        return UserMetric(operator_name, name, HISTOGRAM, float(s.count), labels, stats, identifier)
     if isinstance(m, Gauge):
         try:
             value = as_number(m.get_value())
         except Exception:  # noqa: BLE001 - a failing user gauge must not break every report
             return None
-        return None if value is None else UserMetric(operator_name, name, GAUGE, value, labels)
+        return None if value is None else UserMetric(operator_name, name, GAUGE, value, labels, (), identifier)
     return None
 
 
@@ -134,18 +140,21 @@ def collect_user_metrics(subtask_group: MetricGroup) -> tuple[UserMetric, ...]:
     """User metrics under a subtask's group: one `operator` key/value group per chained operator."""
     out: list[UserMetric] = []
 
-    def walk(g: MetricGroup, op: str, path: tuple[str, ...], labels: tuple[tuple[str, str], ...]) -> None:
+    def walk(
+        g: MetricGroup, op: str, path: tuple[str, ...], labels: tuple[tuple[str, str], ...], scope: tuple[str, ...]
+    ) -> None:
         for name, m in g.registered_metrics():
-            um = _user_metric(op, "_".join(path + (name,)), labels, m)
+            um = _user_metric(op, "_".join(path + (name,)), labels, m, ".".join(scope + (name,)))
             if um is not None:
                 out.append(um)
         for child in g.child_groups():
             if child.value is None:
-                walk(child, op, path + (child.name,), labels)
+                walk(child, op, path + (child.name,), labels, scope + (child.name,))
             else:
-                walk(child, op, path, labels + ((child.name, child.value),))
+                walk(child, op, path + (child.name,), labels + ((child.name, child.value),),
+                     scope + (child.name, child.value))
 
     for g in subtask_group.child_groups():
         if g.name == "operator" and g.value is not None:
-            walk(g, g.value, (), ())
+            walk(g, g.value, (), (), ())
     return tuple(out)

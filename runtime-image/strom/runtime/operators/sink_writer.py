@@ -62,6 +62,7 @@ class SinkWriterOperator(StreamOperator):
             config=ctx.config,
             checkpointing=self._two_phase,
             operator_uid=ctx.operator_uid,
+            metric_group=ctx.metrics,
         )
         self.writer = self.params["sink"].create_writer(init)
         self._write = self.writer.write
