@@ -5,7 +5,9 @@ watermark), CREATE TABLE with the datagen/print/blackhole connectors, computed c
 PROCTIME(), views, projection, WHERE, scalar functions, GROUP BY with COUNT/SUM/MIN/MAX/AVG (and DISTINCT)
 and HAVING as changelogs (+I/-U/+U/-D), window TVFs (TUMBLE/HOP/CUMULATE) and group windows (GROUP BY
 TUMBLE/HOP, Table.window(Tumble/Slide)) on the DataStream window operator, OVER aggregations, Top-N,
-deduplication and ORDER BY/LIMIT, all compiled onto DataStream operators. Everything else raises
+deduplication and ORDER BY/LIMIT, Python UDFs (udf.py: scalar, table functions in LATERAL TABLE /
+join_lateral via planner/correlate.py, aggregate functions in GROUP BY and windows), all compiled onto
+DataStream operators. Everything else raises
 "not supported yet: ...".
 """
 
@@ -16,8 +18,13 @@ from strom.table.schema import Schema, TableSchema
 from strom.table.table import GroupedTable, Table
 from strom.table.table_result import ResultKind, TableResult
 from strom.table.types import DataType, DataTypes
+from strom.table.udf import AggregateFunction, FunctionContext, ScalarFunction, TableFunction
 
 __all__ = [
+    "AggregateFunction",
+    "FunctionContext",
+    "ScalarFunction",
+    "TableFunction",
     "DataType",
     "DataTypes",
     "EnvironmentSettings",

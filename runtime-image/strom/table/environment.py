@@ -23,7 +23,7 @@ from strom.table import connectors
 from strom.table.data_stream_conversion import data_stream_node
 from strom.table.errors import NotSupportedYet, ValidationException
 from strom.table.expressions import Expression, col
-from strom.table.planner import builder, over_agg, top_n, windowing
+from strom.table.planner import builder, correlate, over_agg, top_n, windowing
 from strom.table.planner.inline_values import values_node
 from strom.table.planner.plan import DataStreamScanNode, PlanNode, SourceNode
 from strom.table.planner.translate import blackhole_sink, print_sink, translate
@@ -34,6 +34,7 @@ from strom.table.sql.flink_syntax import WindowTVF
 from strom.table.table import Table
 from strom.table.table_result import ResultKind, TableResult
 from strom.table.types import DataType, DataTypes, check_value, type_of_value
+from strom.table.udf import UserDefinedFunctionWrapper, as_function
 
 
 class EnvironmentSettings:
@@ -103,6 +104,7 @@ class TableEnvironment:
         self._streaming = streaming
         self._catalog = Catalog()
         self._elements_count = 0
+        self._functions: dict[str, UserDefinedFunctionWrapper] = {}
 
     @staticmethod
     def create(environment_settings: EnvironmentSettings | Configuration | None = None) -> TableEnvironment:
@@ -194,6 +196,45 @@ class TableEnvironment:
                 )
         return table_node(obj, batch=self._final_only)
 
+    # -- functions -------------------------------------------------------------------------------
+    def create_temporary_function(self, path: str, function: Any) -> None:
+        """A Python function (made by udf/udtf/udaf) callable by `path` from SQL and call('path', ..)."""
+        key = path.split(".")[-1].lower()
+        if key in self._functions:
+            raise ValidationException(f"temporary function {path!r} already exists; drop it first "
+                                      "(drop_temporary_function)")
+        self._functions[key] = as_function(path.split(".")[-1], function)
+
+    def create_temporary_system_function(self, name: str, function: Any) -> None:
+        key = name.lower()
+        if key in self._functions:
+            raise ValidationException(f"temporary system function {name!r} already exists; drop it first "
+                                      "(drop_temporary_system_function)")
+        self._functions[key] = as_function(name, function)
+
+    def drop_temporary_function(self, path: str) -> bool:
+        return self._functions.pop(path.split(".")[-1].lower(), None) is not None
+
+    drop_temporary_system_function = drop_temporary_function
+
+    def list_user_defined_functions(self) -> list[str]:
+        return sorted(self._functions)
+
+    list_functions = list_user_defined_functions
+
+    def resolve_functions(self, e: Expression) -> Expression:
+        """`call('name', ..)` of the Table API -> the registered function's call."""
+        args = tuple(self.resolve_functions(a) for a in e.args)
+        if e.op == "call" and e.name == "named_call":
+            f = self._functions.get(str(e.value).lower())
+            if f is None:
+                raise ValidationException(f"no function named {e.value!r}; register it with "
+                                          "t_env.create_temporary_function(name, f)")
+            return f(*args)
+        if all(a is b for a, b in zip(args, e.args, strict=True)):
+            return e
+        return Expression(e.op, e.name, args, e.value, e.data_type, e.is_distinct)
+
     # -- SQL -------------------------------------------------------------------------------------
     def sql_query(self, query: str) -> Table:
         return Table(self, self._plan_query(sqlp.parse_query(query)))
@@ -245,7 +286,7 @@ class TableEnvironment:
         return TableResult(schema, ResultKind.SUCCESS_WITH_CONTENT, rows=rows)
 
     def _plan_query(self, tree: Any) -> PlanNode:
-        return self._plan_parts(sqlp.select_parts(tree))
+        return self._plan_parts(sqlp.select_parts(tree, self._functions))
 
     def _plan_parts(self, parts: sqlp.SelectParts | sqlp.UnionParts | sqlp.ValuesParts) -> PlanNode:
         if isinstance(parts, sqlp.ValuesParts):
@@ -264,9 +305,10 @@ class TableEnvironment:
         return node
 
     def _plan_from(self, parts: sqlp.SelectParts) -> PlanNode:
-        if isinstance(parts.source, str):
-            return self._scan(parts.source)
-        return self._plan_parts(parts.source)
+        node = self._scan(parts.source) if isinstance(parts.source, str) else self._plan_parts(parts.source)
+        if parts.lateral is not None:
+            node = correlate.correlate(node, parts.lateral.call, parts.lateral.names, parts.lateral.left_outer)
+        return node
 
     def _plan_select(self, parts: sqlp.SelectParts) -> PlanNode:
         if isinstance(parts.source, WindowTVF):

@@ -48,6 +48,10 @@ class Expression:
             return repr(self.value) if not isinstance(self.value, str) else "'" + self.value + "'"
         if self.op == "alias":
             return f"{self.args[0].sql()} AS {self.name}"
+        if self.name in ("udf", "udtf", "udaf") and self.value is not None:  # a Python function: its name
+            return f"{self.value.name}({', '.join(a.sql() for a in self.args)})"
+        if self.op == "call" and self.name == "named_call":
+            return f"{self.value}({', '.join(a.sql() for a in self.args)})"
         if self.op == "agg":
             inner = ", ".join(a.sql() for a in self.args) or "*"
             return f"{self.name.upper()}({'DISTINCT ' if self.is_distinct else ''}{inner})"
@@ -138,6 +142,8 @@ class Expression:
 
     # -- PyFlink's expression methods ----------------------------------------------------------
     def alias(self, name: str, *extra_names: str) -> Expression:
+        if extra_names and self.op == "call" and self.name in ("udtf", "named_call"):  # a table function's columns
+            return Expression("alias", name, (self,), value=(name, *extra_names))
         if extra_names:
             from strom.table.errors import NotSupportedYet
 
@@ -331,7 +337,12 @@ def or_(first: Expression, *others: Expression) -> Expression:
     return out
 
 
-def call(f: str, *args: Any) -> Expression:
-    from strom.table.errors import NotSupportedYet
-
-    raise NotSupportedYet(f"call({f!r}, ...): user-defined functions")
+def call(f: Any, *args: Any) -> Expression:
+    """`call(my_udf, col('a'))` or `call('registered_name', col('a'))` (resolved by the Table's environment)."""
+    if isinstance(f, str):
+        return Expression("call", "named_call", tuple(_to_expr(a) for a in args), value=f)
+    if callable(f):
+        result = f(*args)
+        if isinstance(result, Expression):
+            return result
+    raise TypeError(f"call() takes a function made by udf/udtf/udaf or a registered function's name, got {f!r}")

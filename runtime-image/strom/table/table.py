@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from strom.table.errors import NotSupportedYet
 from strom.table.expressions import Expression
-from strom.table.planner import builder, column_ops, top_n, windowing
+from strom.table.planner import builder, column_ops, correlate, top_n, windowing
 from strom.table.planner.plan import PlanNode
 from strom.table.schema import TableSchema
 
@@ -16,13 +16,13 @@ if TYPE_CHECKING:
     from strom.table.table_result import TableResult
 
 
-def _exprs(args: tuple[Any, ...], method: str) -> list[Expression]:
+def _exprs(args: tuple[Any, ...], method: str, t_env: TableEnvironment | None = None) -> list[Expression]:
     for a in args:
         if isinstance(a, str):
             raise NotSupportedYet(f"string expressions in Table.{method}(); use col()/lit() (strom.table.expressions)")
         if not isinstance(a, Expression):
             raise TypeError(f"Table.{method}() takes expressions (col('x'), lit(1), ...), got {a!r}")
-    return list(args)
+    return [t_env.resolve_functions(a) for a in args] if t_env is not None else list(args)
 
 
 class Table:
@@ -32,16 +32,17 @@ class Table:
 
     # -- relational operations ----------------------------------------------------------------
     def select(self, *fields: Expression) -> Table:
-        node = builder.select(self._node, _exprs(fields, "select"), unnamed="_c", final_only=self._t_env._final_only)
+        node = builder.select(self._node, _exprs(fields, "select", self._t_env), unnamed="_c",
+                              final_only=self._t_env._final_only)
         return Table(self._t_env, node)
 
     def where(self, predicate: Expression) -> Table:
-        return Table(self._t_env, builder.filter_(self._node, _exprs((predicate,), "where")[0]))
+        return Table(self._t_env, builder.filter_(self._node, _exprs((predicate,), "where", self._t_env)[0]))
 
     filter = where
 
     def group_by(self, *fields: Expression) -> GroupedTable:
-        return GroupedTable(self, _exprs(fields, "group_by"))
+        return GroupedTable(self, _exprs(fields, "group_by", self._t_env))
 
     def distinct(self) -> Table:
         return Table(self._t_env, builder.distinct(self._node, self._t_env._final_only))
@@ -76,6 +77,24 @@ class Table:
         if not isinstance(window, GroupWindow):
             raise TypeError(f"Table.window() takes Tumble/Slide windows (strom.table.window), got {window!r}")
         return GroupWindowedTable(self, window.checked())
+
+    def join_lateral(self, table_function_call: Expression, join_predicate: Expression | None = None) -> Table:
+        """Each row joined with the rows a table function yields for it (`f(col('s')).alias('w')`)."""
+        return self._lateral(table_function_call, join_predicate, left_outer=False)
+
+    def left_outer_join_lateral(self, table_function_call: Expression,
+                                join_predicate: Expression | None = None) -> Table:
+        """As join_lateral, keeping rows the function yields nothing for (its columns NULL)."""
+        return self._lateral(table_function_call, join_predicate, left_outer=True)
+
+    def _lateral(self, call: Expression, predicate: Expression | None, left_outer: bool) -> Table:
+        (resolved,) = _exprs((call,), "join_lateral", self._t_env)
+        node = correlate.correlate(self._node, resolved, None, left_outer)
+        if predicate is not None:
+            if left_outer:
+                raise NotSupportedYet("left_outer_join_lateral with a join predicate (only lit(True))")
+            node = builder.filter_(node, _exprs((predicate,), "join_lateral", self._t_env)[0])
+        return Table(self._t_env, node)
 
     def union_all(self, right: Table) -> Table:
         return Table(self._t_env, builder.union_all([self._node, right._node]))
@@ -169,7 +188,8 @@ class WindowGroupedTable:
 
     def select(self, *fields: Expression) -> Table:
         t = self._table
-        node = windowing.table_api_window_aggregate(t._node, self._window, self._keys, _exprs(fields, "select"))
+        node = windowing.table_api_window_aggregate(t._node, self._window, self._keys,
+                                                    _exprs(fields, "select", t._t_env))
         return Table(t._t_env, node)
 
 
@@ -180,7 +200,8 @@ class GroupedTable:
 
     def select(self, *fields: Expression) -> Table:
         t = self._table
-        node = builder.aggregate(t._node, self._keys, _exprs(fields, "select"), None, t._t_env._final_only, "_c")
+        node = builder.aggregate(t._node, self._keys, _exprs(fields, "select", t._t_env), None,
+                                 t._t_env._final_only, "_c")
         return Table(t._t_env, node)
 
     def aggregate(self, func: Any) -> Any:
@@ -204,8 +225,6 @@ for _name, _feature in {
     "left_outer_join": "joins",
     "right_outer_join": "joins",
     "full_outer_join": "joins",
-    "join_lateral": "table functions",
-    "left_outer_join_lateral": "table functions",
     "over_window": "over windows",
     "minus": "MINUS",
     "minus_all": "MINUS ALL",

@@ -170,6 +170,9 @@ def _aggregate(
         _collect_aggs(e, aggs)
     agg_calls: list[AggCall] = []
     for a in aggs:
+        if a.name == "udaf":
+            agg_calls.append(_udaf_call(a, input_node, in_cols, pre_exprs, pre_names))
+            continue
         if a.name not in AGGREGATES:
             raise NotSupportedYet(f"aggregate function {a.name.upper()}")
         if not a.args or (a.args[0].op == "col" and a.args[0].name == "*"):
@@ -204,6 +207,26 @@ def _aggregate(
     if post_having is not None:
         _check_condition(post_having, agg_node.columns)
     return CalcNode(post_columns, input=agg_node, projections=post_exprs, condition=post_having)
+
+
+def _udaf_call(a: Expression, input_node: PlanNode, in_cols: Columns, pre_exprs: list[Expression],
+               pre_names: list[str]) -> AggCall:
+    """A Python AggregateFunction: its arguments travel as one tuple column computed by the Calc before it.
+    Over an updating input it must implement retract, as Flink requires."""
+    wrapper = a.value
+    if a.is_distinct:
+        raise NotSupportedYet(f"DISTINCT in a Python aggregate function call {a.sql()}")
+    for arg in a.args:
+        if arg.contains_aggregate():
+            raise ValidationException(f"nested aggregate {a.sql()}")
+        compile_scalar(arg, in_cols)
+    if input_node.updating and not callable(getattr(wrapper.function, "retract", None)):
+        raise ValidationException(f"aggregate function {wrapper.name!r} must implement retract(accumulator, *args): "
+                                  "its input is an updating changelog")
+    index = len(pre_exprs)
+    pre_exprs.append(Expression("call", "udaf_args", a.args))
+    pre_names.append(f"$f{index}")
+    return AggCall("udaf", index, False, wrapper.result_type, a.sql(), udaf=wrapper)
 
 
 def _collect_aggs(e: Expression, out: list[Expression]) -> None:

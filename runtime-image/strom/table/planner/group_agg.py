@@ -28,6 +28,9 @@ class _Acc:
 
     @staticmethod
     def new(agg: AggCall) -> Any:
+        if agg.udaf is not None:
+            f = agg.udaf.function
+            return agg.udaf.shared_invoker().call(f.create_accumulator)
         if agg.distinct or agg.function in ("min", "max"):
             return {}  # value -> multiplicity (retractable MIN/MAX, DISTINCT)
         if agg.function == "count":
@@ -36,6 +39,10 @@ class _Acc:
 
     @staticmethod
     def add(agg: AggCall, acc: Any, v: Any, sign: int) -> Any:
+        if agg.udaf is not None:  # v: the arguments' tuple; NULLs are passed on, as PyFlink does
+            f = agg.udaf.function
+            agg.udaf.shared_invoker().call(f.accumulate if sign > 0 else f.retract, acc, *v)
+            return acc
         if agg.arg is not None and v is None:
             return acc  # aggregates skip NULL
         if isinstance(acc, dict):
@@ -53,6 +60,8 @@ class _Acc:
 
     @staticmethod
     def value(agg: AggCall, acc: Any) -> Any:
+        if agg.udaf is not None:
+            return agg.udaf.shared_invoker().call(agg.udaf.function.get_value, acc)
         f = agg.function
         if isinstance(acc, dict):
             values = list(acc)

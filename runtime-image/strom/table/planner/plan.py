@@ -89,6 +89,7 @@ class AggCall:
     distinct: bool
     data_type: DataType
     text: str  # the call as written, for digests and messages
+    udaf: Any = None  # function "udaf": the Python AggregateFunction's wrapper; arg is a tuple of its arguments
 
 
 @dataclass(eq=False)
@@ -301,3 +302,24 @@ class OverAggregateNode(PlanNode):
         return (f"OverAggregate(partitionBy=[{', '.join(names[k] for k in self.partition)}], "
                 f"orderBy=[{names[self.time_index]} ASC], window=[{kind} BETWEEN {start} PRECEDING AND CURRENT "
                 f"ROW], select=[{', '.join(a.text for a in self.aggs)}])")
+
+
+@dataclass(eq=False)
+class CorrelateNode(PlanNode):
+    """A table function applied to each input row (Flink's Correlate, LATERAL TABLE / join_lateral): the
+    row's columns then each row the function yields; `left_outer` keeps a row the function yields nothing
+    for, with NULLs. The input's RowKind carries over (a -D row retracts what its +I produced)."""
+
+    input: PlanNode | None = None
+    call: Expression | None = None
+    left_outer: bool = False
+
+    @property
+    def inputs(self) -> list[PlanNode]:
+        assert self.input is not None
+        return [self.input]
+
+    def describe(self) -> str:
+        assert self.call is not None
+        kind = "LEFT" if self.left_outer else "INNER"
+        return f"Correlate(invocation=[{self.call.sql()}], joinType=[{kind}], select=[{', '.join(self.names())}])"

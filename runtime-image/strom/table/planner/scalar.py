@@ -381,6 +381,33 @@ def _cast(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, Data
     )
 
 
+def _udf(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    """A Python scalar function: its eval over the argument values (NULLs passed as None, as PyFlink)."""
+    wrapper = e.value
+    invoker = wrapper.invoker()
+    method = invoker.func.eval
+
+    def f(row: Sequence[Any]) -> Any:  # hot path: called per record
+        return invoker.call(method, *[g(row) for g in fns])
+
+    return f, wrapper.result_type
+
+
+def _udaf_args(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    """A Python aggregate function's arguments as one tuple (the Calc before the aggregation computes it)."""
+    return (lambda row: tuple(g(row) for g in fns)), DataType("RAW", False)
+
+
+def _udtf_elsewhere(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    raise ValidationException(f"table function {e.sql()} used as a scalar; call it in FROM with LATERAL TABLE(..) "
+                              "or Table.join_lateral")
+
+
+def _unresolved(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    raise ValidationException(f"no function named {e.value!r}; register it with "
+                              "t_env.create_temporary_function(name, f)")
+
+
 _CALLS: dict[str, Callable[[Expression, list[Fn], list[DataType]], tuple[Fn, DataType]]] = {
     **{op: _arith for op in ("+", "-", "*", "/", "%")},
     **{op: _compare for op in _CMP},
@@ -404,4 +431,8 @@ _CALLS: dict[str, Callable[[Expression, list[Fn], list[DataType]], tuple[Fn, Dat
     "row_number_over": _over_elsewhere,
     "over_agg": _over_agg_elsewhere,
     "proctime": _proctime,
+    "udf": _udf,
+    "udtf": _udtf_elsewhere,
+    "udaf_args": _udaf_args,
+    "named_call": _unresolved,
 }

@@ -14,6 +14,7 @@ from strom.datastream.data_stream import DataStream
 from strom.datastream.functions import ProcessFunction
 from strom.table.connectors import BlackHoleSink, DatagenSpec
 from strom.table.errors import NotSupportedYet
+from strom.table.planner.correlate import CorrelateFunction
 from strom.table.planner.event_time import (
     RowtimeExtractor,
     SqlWatermarkGenerator,
@@ -27,6 +28,7 @@ from strom.table.planner.group_agg import GlobalGroupMarker, GroupAggFunction
 from strom.table.planner.over_agg import OverAggFunction
 from strom.table.planner.plan import (
     CalcNode,
+    CorrelateNode,
     DataStreamScanNode,
     GroupAggregateNode,
     OverAggregateNode,
@@ -82,6 +84,11 @@ def _translate(node: PlanNode, env: Any, memo: dict[str, DataStream]) -> DataStr
         assert node.input is not None and node.window is not None
         fn = WindowTableFunction(node.window, node.time_column, node.names())
         return translate(node.input, env, memo).flat_map(fn).name(node.describe()).uid(node.uid("window-tvf"))
+    if isinstance(node, CorrelateNode):
+        assert node.input is not None
+        source = translate(node.input, env, memo)
+        out = source.flat_map(CorrelateFunction(node)).name(node.describe()).uid(node.uid("correlate"))
+        return _same_parallelism(out, source)
     if isinstance(node, UnionAllNode):
         first, *rest = (translate(i, env, memo) for i in node.union_inputs)
         names = node.names()

@@ -120,12 +120,16 @@ _TVF_ARGS = {"TUMBLE": "TUMBLE(TABLE t, DESCRIPTOR(ts), size)", "HOP": "HOP(TABL
 
 
 def extract_window_tvfs(text: str, parse_expression: ParseExpression) -> str:
+    start = 0
     while True:
-        m = re.search(r"\bTABLE\s*\(\s*(\w+)\s*\(", text, re.IGNORECASE)
+        m = re.compile(r"\bTABLE\s*\(\s*(\w+)\s*\(", re.IGNORECASE).search(text, start)
         if m is None:
             return text
         kind = m.group(1).upper()
         where = _line_col(text, m.start(1))
+        if re.search(r"\bLATERAL\s*$", text[: m.start()], re.IGNORECASE):
+            start = m.end()  # LATERAL TABLE(f(..)): a Python table function, which sqlglot reads itself
+            continue
         if kind == "SESSION":
             raise NotSupportedYet(f"SESSION window TVF (at {where})")
         if kind not in _TVF_ARGS:

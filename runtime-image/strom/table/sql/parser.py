@@ -270,6 +270,15 @@ def data_type(node: exp.DataType, where: str) -> DataType:
     return DataType(root)
 
 
+def parse_type(text: str, where: str) -> DataType:
+    """A type written as SQL (`'BIGINT'`, `'TIMESTAMP(3)'`), as PyFlink accepts in udf(result_type=...)."""
+    try:
+        node = exp.DataType.build(text, dialect=DIALECT)
+    except (sqlglot.errors.ParseError, ValueError):
+        raise ValidationException(f"{where}: {text!r} is not a SQL type") from None
+    return data_type(node, where)
+
+
 # -- queries ---------------------------------------------------------------------------------------
 @dataclass
 class SelectParts:
@@ -285,6 +294,16 @@ class SelectParts:
     distinct: bool = False
     order_by: list[tuple[Expression, bool, bool]] = field(default_factory=list)  # (expr, desc, nulls_first)
     limit: int | None = None
+    lateral: Lateral | None = None  # `, LATERAL TABLE(f(..)) AS T(a, b)` after the FROM item
+
+
+@dataclass
+class Lateral:
+    """A correlated table function call in FROM (Flink's Correlate): CROSS (inner) or LEFT ... ON TRUE."""
+
+    call: Expression
+    names: list[str] | None
+    left_outer: bool
 
 
 @dataclass
@@ -315,23 +334,26 @@ _CLAUSES = [
     ("offset", "OFFSET"),
     ("with_", "WITH (common table expressions)"),
     ("with", "WITH (common table expressions)"),
-    ("joins", "JOIN"),
     ("laterals", "LATERAL"),
     ("windows", "WINDOW clause"),
     ("qualify", "QUALIFY"),
 ]
 
 
-def select_parts(tree: exp.Expression) -> SelectParts | UnionParts | ValuesParts:
+def select_parts(tree: exp.Expression, functions: dict[str, Any] | None = None
+                 ) -> SelectParts | UnionParts | ValuesParts:
+    """`functions`: the environment's Python functions by lower-case name (create_temporary_function)."""
+    functions = functions or {}
     if isinstance(tree, exp.Subquery):
-        return select_parts(tree.this)
+        return select_parts(tree.this, functions)
     if isinstance(tree, exp.Values):
         return _values_parts(tree)
     if isinstance(tree, exp.Union):
         for key, feature in (("order", "ORDER BY"), ("limit", "LIMIT"), ("offset", "OFFSET")):
             if tree.args.get(key):
                 raise NotSupportedYet(feature)
-        return UnionParts([select_parts(tree.this), select_parts(tree.expression)], all=not tree.args.get("distinct"))
+        return UnionParts([select_parts(tree.this, functions), select_parts(tree.expression, functions)],
+                          all=not tree.args.get("distinct"))
     if isinstance(tree, (exp.Intersect, exp.Except)):
         raise NotSupportedYet(type(tree).__name__.upper())
     if not isinstance(tree, exp.Select):
@@ -358,7 +380,7 @@ def select_parts(tree: exp.Expression) -> SelectParts | UnionParts | ValuesParts
         if isinstance(src.this, exp.Anonymous) or isinstance(src.this, exp.Func):
             raise NotSupportedYet(f"table function {src.this.sql(DIALECT)} in FROM")
     elif isinstance(src, exp.Subquery):
-        source = select_parts(src.this)
+        source = select_parts(src.this, functions)
     elif isinstance(src, exp.Values):
         source = _values_parts(src)
     else:
@@ -366,7 +388,8 @@ def select_parts(tree: exp.Expression) -> SelectParts | UnionParts | ValuesParts
     alias = src.alias or None
     if alias:
         qualifiers.add(alias)
-    tr = _Translator(qualifiers)
+    lateral = _lateral(tree.args.get("joins") or [], qualifiers, functions)
+    tr = _Translator(qualifiers, functions)
     where = tree.args.get("where")
     group = tree.args.get("group")
     having = tree.args.get("having")
@@ -383,7 +406,38 @@ def select_parts(tree: exp.Expression) -> SelectParts | UnionParts | ValuesParts
         distinct=distinct is not None,
         order_by=_order_by(tree, tr),
         limit=_limit(tree),
+        lateral=lateral,
     )
+
+
+def _lateral(joins: list[exp.Join], qualifiers: set[str], functions: dict[str, Any]) -> Lateral | None:
+    """`FROM t, LATERAL TABLE(f(..)) AS T(a)`, `CROSS JOIN LATERAL TABLE(..)`, `LEFT JOIN LATERAL TABLE(..) ..
+    ON TRUE`; any other join is refused here."""
+    if not joins:
+        return None
+    if len(joins) > 1 or not isinstance(joins[0].this, exp.Lateral):
+        raise NotSupportedYet("JOIN (only LATERAL TABLE(table function) joins)")
+    join = joins[0]
+    lateral = join.this
+    call = lateral.this
+    if not (isinstance(call, exp.Anonymous) and call.name.upper() == "TABLE" and len(call.expressions) == 1):
+        raise NotSupportedYet(f"LATERAL {call.sql(DIALECT)} (only LATERAL TABLE(table function))")
+    side = str(join.args.get("side") or "").upper()
+    on = join.args.get("on")
+    if side == "LEFT":
+        if not (isinstance(on, exp.Boolean) and on.this is True):
+            raise ValidationException("LEFT JOIN LATERAL TABLE(..) takes ON TRUE as its condition")
+    elif side or on is not None:
+        raise NotSupportedYet(f"{side or 'INNER'} JOIN LATERAL with a condition (CROSS JOIN or LEFT JOIN .. ON TRUE)")
+    alias = lateral.args.get("alias")
+    names = [c.name for c in alias.columns] if alias is not None and alias.columns else None
+    if alias is not None and alias.name:
+        qualifiers.add(alias.name)
+    expr = _Translator(qualifiers, functions).expr(call.expressions[0])
+    if not (expr.op == "call" and expr.name == "udtf"):
+        raise ValidationException(f"LATERAL TABLE({call.expressions[0].sql(DIALECT)}): not a table function "
+                                  "(register one made by udtf with create_temporary_function)")
+    return Lateral(expr, names, side == "LEFT")
 
 
 def _order_by(tree: exp.Select, tr: _Translator) -> list[tuple[Expression, bool, bool]]:
@@ -462,8 +516,9 @@ def _frame(spec: exp.Expression | None) -> tuple[str, Any]:
 
 
 class _Translator:
-    def __init__(self, qualifiers: set[str]) -> None:
+    def __init__(self, qualifiers: set[str], functions: dict[str, Any] | None = None) -> None:
         self.qualifiers = qualifiers
+        self.functions = functions or {}
 
     def expr(self, node: exp.Expression) -> Expression:
         if isinstance(node, exp.Alias):
@@ -541,6 +596,9 @@ class _Translator:
                 return self._agg(node, name)
         if isinstance(node, exp.Interval):
             return lit(_interval(node))
+        udf = self._user_function(node)
+        if udf is not None:
+            return udf
         if isinstance(node, exp.Anonymous) and node.name.upper() in FUNCTIONS:
             return Expression("call", node.name.lower(), tuple(self.expr(a) for a in node.expressions))
         if isinstance(node, exp.Window):
@@ -552,6 +610,22 @@ class _Translator:
         if isinstance(node, exp.Func):
             raise NotSupportedYet(f"function {node.sql_name()}")
         raise NotSupportedYet(f"expression {node.sql(DIALECT)}")
+
+    def _user_function(self, node: exp.Expression) -> Expression | None:
+        """A registered Python function called by name; it shadows a built-in of the same name, as a
+        temporary system function does in Flink."""
+        if not self.functions or not isinstance(node, exp.Func):
+            return None
+        name = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
+        f = self.functions.get(name.lower())
+        if f is None:
+            return None
+        if isinstance(node, exp.Anonymous):
+            args = list(node.expressions)
+        else:  # a name sqlglot knows as a built-in: its operands in order
+            args = [v for k, v in node.args.items() if isinstance(v, exp.Expression)]
+            args += [a for v in node.args.values() if isinstance(v, list) for a in v if isinstance(a, exp.Expression)]
+        return f(*(self.expr(a) for a in args))
 
     def _over(self, node: exp.Window) -> Expression:
         """ROW_NUMBER() OVER (PARTITION BY .. ORDER BY ..): a `row_number_over` call whose args are the

@@ -1,0 +1,195 @@
+"""Python UDFs (issue 19): scalar functions, table functions (LATERAL TABLE / join_lateral) and aggregate
+functions, registered by name for SQL and called directly from the Table API. Results are compared with
+DuckDB computing the same functions in SQL over the same rows; streaming changelogs are reduced first."""
+
+from __future__ import annotations
+
+import pytest
+from strom.common.row import RowKind
+from strom.table import DataTypes, EnvironmentSettings, TableEnvironment, TableException, ValidationException
+from strom.table.errors import NotSupportedYet
+from strom.table.expressions import call, col
+from strom.table.udf import AggregateFunction, ScalarFunction, udaf, udf, udtf
+
+from .reference import duckdb_table, normalize, reduce_changelog
+
+COLUMNS = [("k", "VARCHAR"), ("s", "VARCHAR"), ("v", "INTEGER"), ("w", "INTEGER")]
+ROWS = [
+    ("a", "red green", 1, 2),
+    ("a", "", 4, 1),
+    ("b", "blue", 3, 3),
+    ("b", None, None, 1),
+    ("c", "x y z", 7, 2),
+    ("a", "green", 5, 4),
+]
+TYPES = DataTypes.ROW([DataTypes.FIELD("k", DataTypes.STRING()), DataTypes.FIELD("s", DataTypes.STRING()),
+                       DataTypes.FIELD("v", DataTypes.INT()), DataTypes.FIELD("w", DataTypes.INT())])
+
+
+@udf(result_type=DataTypes.BIGINT())
+def times_ten_plus(v, w):
+    return None if v is None or w is None else v * 10 + w
+
+
+class Tag(ScalarFunction):
+    def open(self, function_context):
+        self.prefix = "#"  # set in open(): proves open ran before eval in the task
+
+    def eval(self, s):
+        return None if s is None else self.prefix + s.upper()
+
+
+tag = udf(Tag(), result_type=DataTypes.STRING())
+
+
+@udtf(result_types=[DataTypes.STRING(), DataTypes.INT()])
+def words(s):
+    for w in (s or "").split():
+        yield w, len(w)
+
+
+class WeightedSum(AggregateFunction):
+    def create_accumulator(self):
+        return [0]
+
+    def accumulate(self, acc, v, w):
+        if v is not None:
+            acc[0] += v * w
+
+    def retract(self, acc, v, w):
+        if v is not None:
+            acc[0] -= v * w
+
+    def get_value(self, acc):
+        return acc[0]
+
+
+class NoRetractSum(AggregateFunction):
+    def create_accumulator(self):
+        return [0]
+
+    def accumulate(self, acc, v):
+        acc[0] += v
+
+    def get_value(self, acc):
+        return acc[0]
+
+
+def _env(streaming: bool = True) -> TableEnvironment:
+    t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode() if streaming
+                                    else EnvironmentSettings.in_batch_mode())
+    t_env.create_temporary_view("t", t_env.from_elements(ROWS, TYPES))
+    t_env.create_temporary_function("times_ten_plus", times_ten_plus)
+    t_env.create_temporary_system_function("tag", tag)
+    t_env.create_temporary_function("words", words)
+    t_env.create_temporary_function("wsum", udaf(WeightedSum(), result_type=DataTypes.BIGINT()))
+    return t_env
+
+
+def _duck(sql: str):
+    return duckdb_table({"t": (COLUMNS, ROWS)}, sql)
+
+
+def _result(table_result) -> tuple:
+    rows = list(table_result.collect())
+    return reduce_changelog(rows), rows
+
+
+@pytest.mark.parametrize("sql,duck", [
+    ("SELECT k, times_ten_plus(v, w) AS x, tag(s) AS t FROM t",
+     "SELECT k, v * 10 + w, '#' || upper(s) FROM t"),
+    ("SELECT k FROM t WHERE times_ten_plus(v, w) > 30", "SELECT k FROM t WHERE v * 10 + w > 30"),
+    ("SELECT k, word, n FROM t, LATERAL TABLE(words(s)) AS T(word, n)",
+     "SELECT k, x, length(x) FROM (SELECT k, unnest(string_split(s, ' ')) AS x FROM t) WHERE x <> ''"),
+    ("SELECT k, word FROM t CROSS JOIN LATERAL TABLE(words(s)) AS T(word, n) WHERE n > 3",
+     "SELECT k, x FROM (SELECT k, unnest(string_split(s, ' ')) AS x FROM t) WHERE length(x) > 3"),
+    ("SELECT k, word FROM t LEFT JOIN LATERAL TABLE(words(s)) AS T(word, n) ON TRUE",
+     "SELECT t.k, x.w FROM t LEFT JOIN (SELECT rowid AS r, unnest(string_split(s, ' ')) AS w FROM t) x "
+     "ON x.r = t.rowid AND x.w <> ''"),
+    ("SELECT k, wsum(v, w) AS ws, COUNT(*) AS n FROM t GROUP BY k",
+     "SELECT k, COALESCE(SUM(v * w), 0), COUNT(*) FROM t GROUP BY k"),
+    ("SELECT n, wsum(n, 2) FROM (SELECT k, COUNT(*) AS n FROM t GROUP BY k) GROUP BY n",
+     "SELECT n, SUM(n * 2) FROM (SELECT k, COUNT(*) AS n FROM t GROUP BY k) GROUP BY n"),
+])
+@pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "batch"])
+def test_python_functions_in_sql_match_duckdb(sql, duck, streaming):
+    table, rows = _result(_env(streaming).execute_sql(sql))
+    assert table == _duck(duck)
+    if not streaming:
+        assert all(r.get_row_kind() == RowKind.INSERT for r in rows)
+
+
+def test_python_functions_in_the_table_api_match_duckdb():
+    t_env = _env()
+    t = t_env.from_path("t")
+    selected = t.select(col("k"), times_ten_plus(col("v"), col("w")), call("tag", col("s")))
+    assert _result(selected.execute())[0] == _duck("SELECT k, v * 10 + w, '#' || upper(s) FROM t")
+    lateral = t.join_lateral(words(col("s")).alias("word", "n")).select(col("k"), col("word"), col("n"))
+    assert _result(lateral.execute())[0] == _duck(
+        "SELECT k, x, length(x) FROM (SELECT k, unnest(string_split(s, ' ')) AS x FROM t) WHERE x <> ''")
+    outer = t.left_outer_join_lateral(call("words", col("s")).alias("word", "n")).select(col("k"), col("word"))
+    assert _result(outer.execute())[0] == _duck(
+        "SELECT t.k, x.w FROM t LEFT JOIN (SELECT rowid AS r, unnest(string_split(s, ' ')) AS w FROM t) x "
+        "ON x.r = t.rowid AND x.w <> ''")
+    wsum = udaf(WeightedSum(), result_type=DataTypes.BIGINT())
+    grouped = t.group_by(col("k")).select(col("k"), wsum(col("v"), col("w")).alias("ws"))
+    assert _result(grouped.execute())[0] == _duck("SELECT k, COALESCE(SUM(v * w), 0) FROM t GROUP BY k")
+
+
+def test_python_aggregate_changelog_for_one_key():
+    """Key 'a' gets v*w = 2, then 4, then 20: +I(2), -U(2)/+U(6), -U(6)/+U(26) — by hand."""
+    rows = list(_env().execute_sql("SELECT k, wsum(v, w) FROM t WHERE k = 'a' GROUP BY k").collect())
+    assert [(r.get_row_kind(), normalize(tuple(r))) for r in rows] == [
+        (RowKind.INSERT, ("a", 2)), (RowKind.UPDATE_BEFORE, ("a", 2)), (RowKind.UPDATE_AFTER, ("a", 6)),
+        (RowKind.UPDATE_BEFORE, ("a", 6)), (RowKind.UPDATE_AFTER, ("a", 26))]
+
+
+def test_a_raising_udf_fails_the_job_naming_the_function_and_its_line():
+    @udf(result_type=DataTypes.INT())
+    def inverse(v):
+        return 100 // (v - 3)  # v = 3 divides by zero
+
+    t_env = _env()
+    t_env.create_temporary_function("inverse", inverse)
+    with pytest.raises(Exception) as e:
+        list(t_env.execute_sql("SELECT inverse(v) FROM t").collect())
+    text = str(e.value)
+    line = inverse.function.fn.__code__.co_firstlineno + 2
+    assert "Python function 'inverse' raised ZeroDivisionError" in text
+    assert f"{__file__}:{line}" in text
+
+
+def test_an_aggregate_without_retract_is_refused_over_an_updating_input():
+    t_env = _env()
+    t_env.create_temporary_function("nrsum", udaf(NoRetractSum(), result_type=DataTypes.BIGINT()))
+    with pytest.raises(ValidationException, match="'nrsum' must implement retract"):
+        t_env.sql_query("SELECT n, nrsum(n) FROM (SELECT k, COUNT(*) AS n FROM t GROUP BY k) GROUP BY n")
+    t_env.sql_query("SELECT k, nrsum(v) FROM t GROUP BY k")  # insert-only input: accepted
+
+
+def test_refusals():
+    t_env = _env()
+    with pytest.raises(ValidationException, match="no function named 'nope'"):
+        t_env.from_path("t").select(call("nope", col("v")))
+    with pytest.raises(NotSupportedYet, match="function NOPE"):
+        t_env.sql_query("SELECT nope(v) FROM t")
+    with pytest.raises(ValidationException, match="table function words"):
+        t_env.sql_query("SELECT words(s) FROM t")
+    with pytest.raises(ValidationException, match="already exists"):
+        t_env.create_temporary_function("words", words)
+    with pytest.raises(ValidationException, match="result_type is required"):
+        udf(lambda x: x)
+    with pytest.raises(NotSupportedYet, match="pandas"):
+        udf(lambda x: x, result_type=DataTypes.INT(), func_type="pandas")
+    with pytest.raises(ValidationException, match="returns 2 columns, got 1 names"):
+        t_env.sql_query("SELECT k FROM t, LATERAL TABLE(words(s)) AS T(word)")
+    with pytest.raises(NotSupportedYet, match="JOIN"):
+        t_env.sql_query("SELECT * FROM t a JOIN t b ON a.k = b.k")
+
+
+def test_a_udf_registered_by_name_shadows_nothing_until_registered_and_can_be_dropped():
+    t_env = _env()
+    assert t_env.drop_temporary_function("tag")
+    with pytest.raises(NotSupportedYet, match="function TAG"):
+        t_env.sql_query("SELECT tag(s) FROM t")
+    assert isinstance(TableException("x"), Exception)
