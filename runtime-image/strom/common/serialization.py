@@ -66,9 +66,17 @@ class DeserializationSchema(ABC):
 
 
 class ByteArraySchema(SerializationSchema, DeserializationSchema):
-    """PyFlink's ByteArraySchema: bytes pass through unchanged."""
+    """PyFlink's ByteArraySchema: bytes pass through unchanged (Flink SQL's `raw` format for a bytes
+    column; a Kafka job that forwards messages untouched uses it on both sides)."""
 
     def serialize(self, element: Any) -> bytes:
+        # bytes(5) would be five zero bytes and bytes("x") a TypeError without the record: refuse
+        # anything that is not already binary, naming it
+        if not isinstance(element, bytes | bytearray | memoryview):
+            raise TypeError(
+                f"ByteArraySchema.serialize expects bytes, got {type(element).__name__} {element!r:.80}; "
+                "encode the record first (e.g. map(lambda s: s.encode())) or use SimpleStringSchema for text"
+            )
         return bytes(element)
 
     def deserialize(self, message: bytes) -> bytes:
