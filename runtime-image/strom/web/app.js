@@ -43,6 +43,7 @@ function pageFor(r) {
 
 async function render() {
   clearTimeout(timer);
+  if (document.hidden) return; // a background tab does not poll; visibilitychange renders on return
   const mine = ++generation;
   const r = route();
   for (const link of document.querySelectorAll("[data-nav]")) {
@@ -71,6 +72,7 @@ async function start() {
   }
   document.getElementById("version").textContent = `Strom ${config["flink-version"]}`;
   window.addEventListener("hashchange", () => { notice.hidden = true; render(); });
+  document.addEventListener("visibilitychange", () => { if (!document.hidden) render(); });
   render();
 }
 
