@@ -57,6 +57,9 @@ CREATED, DEPLOYING, RUNNING, FINISHED, CANCELING, CANCELED, FAILED = (
 )
 
 _PROMOTE_INTERVAL_S = 0.02
+# How long a task whose peer was cancelled waits for its own cancel (`_await_own_cancel`); the
+# JobManager's cancel reaches every task within moments, this only bounds a cancel that never comes.
+OWN_CANCEL_WAIT_S = 10.0
 
 # One operator's synchronous snapshot with what the metadata needs to address it.
 OperatorSnapshotItem = tuple[OperatorSnapshot, int, KeyGroupRange]  # (snapshot, max parallelism, key groups)
@@ -104,6 +107,7 @@ class StreamTask:
         self.failure: BaseException | None = None
         self.failure_trace: str | None = None
         self.cancelled = False
+        self._cancel_requested = threading.Event()  # set by cancel(): this task's own cancel arrived
         self.mailbox: deque[Callable[[], None]] = deque()
         # Totals for TaskMetrics (metrics/task_metrics.py), bumped per batch or per wait, never per record.
         self.records_in = 0
@@ -241,6 +245,7 @@ class StreamTask:
 
     def cancel(self) -> None:
         self.cancelled = True
+        self._cancel_requested.set()
         if self.state not in (FINISHED, FAILED, CANCELED):
             self.state = CANCELING
         if self.gate is not None:
@@ -273,12 +278,15 @@ class StreamTask:
             self._close_operators()
             self.state = FINISHED
         except TaskCancelledError:
+            if not self.cancelled:
+                self._await_own_cancel()
             self.state = CANCELED
             self._deliver_completions()
             self._close_quietly()
         except BaseException as e:  # noqa: BLE001 - any failure fails the task with its traceback
             if self.cancelled:
                 self.state = CANCELED
+                self._deliver_completions()
             else:
                 self.failure = e
                 self.failure_trace = traceback.format_exc()
@@ -291,6 +299,18 @@ class StreamTask:
             self.ended_ns = time.perf_counter_ns()
             if self.on_done is not None:
                 self.on_done(self)
+
+    def _await_own_cancel(self) -> None:
+        """A peer task was cancelled (its channel said so) before this task heard of the cancel. The
+        JobManager cancels every task of the attempt at once, and a stop-with-savepoint sends the
+        savepoint's completion to every task before that cancel: a peer's cancel can overtake ours
+        (another slot process, another TaskManager), but our completion always arrives ahead of our
+        own cancel. Ending now would drop that completion, and with it the commit of what the
+        savepoint prepared (FileSink's pending files): Flink's stopped job ends only after every task
+        heard of its savepoint. So wait for our cancel (bounded), then deliver what the mailbox holds."""
+        self.state = CANCELING
+        if not self._cancel_requested.wait(OWN_CANCEL_WAIT_S):
+            log.info("%s: a peer was cancelled but this task's cancel did not follow; ending", self.display_name)
 
     def _deliver_completions(self) -> None:
         """A task cancelled right after a stop-with-savepoint still has the savepoint's completion in
