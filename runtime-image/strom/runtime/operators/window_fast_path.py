@@ -3,8 +3,10 @@
 It applies when the assigner is tumbling or sliding (event or processing time), the
 trigger is the assigner's default, there is no evictor and the function is an
 incremental reduce or aggregate, and the window-contents state offers its namespaces as
-live dicts (`api.InMemoryNamespaces`: the heap backend; with RocksDB the generic path
-keeps every pane in the backend). Then a
+live dicts: `api.InMemoryNamespaces` (the heap backend), or a bounded `api.NamespaceCache`
+in front of RocksDB, written through at every snapshot; when the open panes outgrow the
+cache, the operator hands its windows over to the generic path, which keeps every pane in
+RocksDB (`hand_over_to_generic_path`). Then a
 record's windows follow from its timestamp by arithmetic, and the default trigger's
 decisions are known in advance: fire at max_timestamp, fire again at once for an element
 that arrives within the allowed lateness, clean up at max_timestamp + allowed_lateness.
@@ -36,7 +38,7 @@ from strom.datastream.windowing.assigners import (
 )
 from strom.datastream.windowing.triggers import EventTimeTrigger, ProcessingTimeTrigger
 from strom.datastream.windowing.windows import TimeWindow
-from strom.runtime.state.api import InMemoryNamespaces
+from strom.runtime.state.api import CachingNamespaces, InMemoryNamespaces, NamespaceCache
 
 _MISSING = object()
 _ALIGNED = (
@@ -53,13 +55,27 @@ class AlignedWindowAggregator:
         assigner = op.assigner
         if type(assigner) not in _ALIGNED or op.evictor is not None or op.contents_kind == "list":
             return False
-        if not isinstance(op.window_state, InMemoryNamespaces):
+        if not isinstance(op.window_state, (InMemoryNamespaces, CachingNamespaces)):
             return False  # it works on live dicts; other backends take the generic path
 
         default = EventTimeTrigger if op.is_event_time else ProcessingTimeTrigger
         return type(op.trigger) is default
 
-    def __init__(self, op: Any, *, restored_timers: list[tuple[int, int, int]] | None = None) -> None:
+    @staticmethod
+    def live_namespaces(op: Any) -> InMemoryNamespaces | None:
+        """The window state's live dicts: the heap state itself, or a namespace cache in front of RocksDB
+        (None when the backend offers none)."""
+        state = op.window_state
+        if isinstance(state, InMemoryNamespaces):
+            return state
+        cache: NamespaceCache | None = state.open_namespace_cache()
+        if cache is not None:
+            _drop_restored_pane_timers(op)
+        return cache
+
+    def __init__(
+        self, op: Any, state: InMemoryNamespaces, *, restored_timers: list[tuple[int, int, int]] | None = None
+    ) -> None:
         self.op = op
         a = op.assigner
         self.size: int = a.size
@@ -76,7 +92,9 @@ class AlignedWindowAggregator:
             self.get_result = agg.get_result
         else:
             self.reduce = op.params["reduce_function"].reduce
-        self.state: InMemoryNamespaces = op.window_state
+        self.state = state
+        # a bounded cache (RocksDB) is checked per batch; the heap's dicts have no bound
+        self.cache: NamespaceCache | None = state if isinstance(state, NamespaceCache) else None
         self.backend = op.backend
         # window start -> that window's {key: accumulator} map in the state table, and the window
         self.maps: dict[int, dict[Any, Any]] = {}
@@ -173,6 +191,17 @@ class AlignedWindowAggregator:
                 self._fire_window(start)
             else:
                 self._clean_up_window(start)
+
+    def hand_over_to_generic_path(self) -> None:
+        """The cache outgrew its bound: every pane into RocksDB, every pending window timer into the timer
+        service as per-pane timers (as a restore off the fast path does); this aggregator is done."""
+        assert self.cache is not None
+        timers = list(self.timers)
+        self.timers.clear()
+        self.maps.clear()
+        self.windows.clear()  # pending processing-time callbacks find no window and do nothing
+        self.cache.close()
+        restore_timers_on_the_generic_path(self.op, timers)
 
     def _fire_processing_time(self, window: TimeWindow) -> None:
         # ProcessingTimeTrigger fires at max_timestamp, which is also the cleanup time
@@ -311,3 +340,20 @@ def restore_timers_on_the_generic_path(op: Any, timers: list[tuple[int, int, int
         for key in backend.keys(contents, window):
             backend.current_key = key
             service.register_event_time_timer(window, ts)
+
+
+def _drop_restored_pane_timers(op: Any) -> None:
+    """Per-pane timers of a generic-path snapshot, restored before the fast path opened a namespace cache:
+    they would fire from RocksDB behind the cache's back. The fast path schedules the same firing and
+    cleanup for every restored window itself (the default trigger registers no other timers)."""
+    service = op.timer_service
+    if service is None:
+        return
+    backend = op.backend
+    event, processing = service.timer_entries()
+    for ts, key, window in event:
+        backend.current_key = key
+        service.delete_event_time_timer(window, ts)
+    for ts, key, window in processing:
+        backend.current_key = key
+        service.delete_processing_time_timer(window, ts)

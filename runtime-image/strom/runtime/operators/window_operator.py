@@ -96,12 +96,11 @@ class WindowOperator(StreamOperator):
             if self.merging
             else None
         )
-        self.fast = (
-            AlignedWindowAggregator(self, restored_timers=getattr(self, "_restored_fast_timers", None))
-            if AlignedWindowAggregator.applies(self)
-            else None
-        )
         restored_fast_timers = getattr(self, "_restored_fast_timers", None)
+        live = AlignedWindowAggregator.live_namespaces(self) if AlignedWindowAggregator.applies(self) else None
+        self.fast = (
+            AlignedWindowAggregator(self, live, restored_timers=restored_fast_timers) if live is not None else None
+        )
         if self.fast is None and restored_fast_timers is not None:  # a fast-path snapshot, restored off it
             restore_timers_on_the_generic_path(self, restored_fast_timers)
 
@@ -217,8 +216,12 @@ class WindowOperator(StreamOperator):
     # -- records --------------------------------------------------------------------------------------
     def process_batch(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
         keys = self.keys_for(values, keys)
-        if self.fast is not None:
-            self.fast.process_batch(values, timestamps, keys)
+        fast = self.fast
+        if fast is not None:
+            fast.process_batch(values, timestamps, keys)
+            if fast.cache is not None and fast.cache.over_limit():
+                fast.hand_over_to_generic_path()
+                self.fast = None
         else:
             self._process_generic(values, timestamps, keys)
         self.flush()

@@ -151,3 +151,25 @@ class InMemoryNamespaces(Protocol):
 
     def namespace_maps(self) -> Sequence[tuple[Any, dict[Any, Any]]]:
         """(namespace, live map) of every namespace with a map."""
+
+
+@runtime_checkable
+class NamespaceCache(InMemoryNamespaces, Protocol):
+    """Live dicts of one state's namespaces kept in memory in front of a backend that stores elsewhere
+    (RocksDB), within a bound. The backend writes them through at every snapshot, so a snapshot sees
+    every entry; `over_limit` says the dicts outgrew the bound and the caller must `close` the cache
+    (everything written through) and go on through the state API."""
+
+    def over_limit(self) -> bool:
+        """More entries in memory than the configured bound."""
+
+    def close(self) -> None:
+        """Write every entry through to the backend and stop caching; the dicts are no longer live."""
+
+
+@runtime_checkable
+class CachingNamespaces(Protocol):
+    """A state that can put a bounded `NamespaceCache` in front of its storage (RocksDB)."""
+
+    def open_namespace_cache(self) -> NamespaceCache | None:
+        """The cache, or None when this state or configuration does not allow one."""

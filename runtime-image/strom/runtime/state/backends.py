@@ -55,5 +55,6 @@ def create_keyed_state_backend(
             operator_uid=operator_uid,
             local_dir=settings.local_dir or None,
             incremental=settings.incremental,
+            namespace_cache_entries=settings.namespace_cache_entries,
         )
     raise ConfigError(f"invalid value {raw!r} for '{opts.STATE_BACKEND.key}': expected hashmap or rocksdb")

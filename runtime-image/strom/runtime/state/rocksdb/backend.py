@@ -32,6 +32,7 @@ from strom.runtime.state.rocksdb import keys as rk
 from strom.runtime.state.rocksdb import snapshots as rocksdb_snapshots
 from strom.runtime.state.rocksdb import states as rs
 from strom.runtime.state.rocksdb.db import open_db
+from strom.runtime.state.rocksdb.namespace_cache import RocksDBNamespaceCache
 
 DB_DIR = "db"
 # TTL cleanup runs when this many entries are owed: one iterator per batch, not per access
@@ -51,7 +52,7 @@ class RocksDBTable:
     Named like the heap's StateTable because operators treat both alike (`table.kind`,
     `drop_namespace_if_empty`); the entries themselves are in RocksDB."""
 
-    __slots__ = ("name", "kind", "ttl", "name_part", "cleanup_cursor", "cleanup_pending")
+    __slots__ = ("name", "kind", "ttl", "name_part", "cleanup_cursor", "cleanup_pending", "cache")
 
     def __init__(self, name: str, kind: str, ttl: bool = False) -> None:
         self.name = name
@@ -60,9 +61,12 @@ class RocksDBTable:
         self.name_part = rk.name_part(name)
         self.cleanup_cursor: bytes | None = None  # the next RocksDB key the TTL cleanup looks at
         self.cleanup_pending = 0  # entries the TTL cleanup owes (it runs in batches)
+        self.cache: RocksDBNamespaceCache | None = None  # namespaces kept in memory (see namespace_cache)
 
     def drop_namespace_if_empty(self, namespace: Any) -> None:
-        """Nothing to drop: RocksDB holds no empty containers."""
+        """RocksDB holds no empty containers; a namespace cache forgets the namespace's dict."""
+        if self.cache is not None:
+            self.cache.drop_if_empty(namespace)
 
 
 class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
@@ -78,6 +82,7 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
         operator_uid: str = "",
         local_dir: str | None = None,
         incremental: bool = False,
+        namespace_cache_entries: int = 0,
     ) -> None:
         super().__init__(
             max_parallelism=max_parallelism,
@@ -87,6 +92,9 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
             operator_uid=operator_uid,
         )
         self.incremental = incremental
+        # bound of each namespace cache (0: none); the open ones are written through before every snapshot
+        self.namespace_cache_entries = namespace_cache_entries
+        self.namespace_caches: list[RocksDBNamespaceCache] = []
         if local_dir:
             os.makedirs(local_dir, exist_ok=True)
         self.workdir = tempfile.mkdtemp(prefix="strom-rocksdb-", dir=local_dir or None)
@@ -125,6 +133,26 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
     def state_class(self, kind: str) -> Any:
         return _STATE_CLASSES[kind]
 
+    # -- namespace caches (see rocksdb.namespace_cache) ------------------------------------------------
+    def open_namespace_cache(self, table: RocksDBTable) -> RocksDBNamespaceCache | None:
+        """A bounded in-memory cache of `table`'s namespaces, when configured and the kind allows one."""
+        if self.namespace_cache_entries <= 0 or table.ttl or table.kind not in ("value", "reducing", "aggregating"):
+            return None
+        if table.cache is not None:
+            return None  # one owner per state
+        cache = table.cache = RocksDBNamespaceCache(self, table, self.namespace_cache_entries)
+        self.namespace_caches.append(cache)
+        return cache
+
+    def remove_namespace_cache(self, cache: RocksDBNamespaceCache) -> None:
+        cache.table.cache = None
+        self.namespace_caches.remove(cache)
+
+    def write_through_caches(self) -> None:
+        """Every cached entry into RocksDB: before a snapshot or a read that scans RocksDB."""
+        for cache in self.namespace_caches:
+            cache.write_through()
+
     # -- scans --------------------------------------------------------------------------------------
     def scan(self, prefix: bytes, source: Any = None) -> Iterator[tuple[bytes, bytes]]:
         """(key, value) of every entry whose key starts with `prefix`, in key order."""
@@ -150,6 +178,7 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
 
     def keys(self, state_name: str, namespace: Any = None) -> list[Any]:
         """Every key with an entry of `state_name` in `namespace` (a copy: callers may clear while walking)."""
+        self.write_through_caches()
         table = self.tables.get(state_name)
         name = table.name_part if table is not None else rk.name_part(state_name)
         middle = name + rk.namespace_part(namespace)
@@ -166,6 +195,7 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
 
     def num_entries(self) -> int:
         """Entries as the heap backend counts them: one per (state, namespace, key)."""
+        self.write_through_caches()
         seen = 0
         last = None
         for k, _ in self.scan(b""):
@@ -178,6 +208,7 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
 
     def entries_by_key_group(self) -> dict[int, dict[str, list[tuple[Any, Any, Any]]]]:
         """{key_group: {state name: [(key, namespace, value), ...]}} for every entry (heap-format values)."""
+        self.write_through_caches()
         kinds = {name: t.kind for name, t in self.tables.items()}
         return canonical.read_entries(self.db, self.key_group_range, kinds, operator_uid=self.operator_uid)
 
@@ -230,6 +261,7 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
 
     # -- snapshots ------------------------------------------------------------------------------------
     def snapshot(self, timer_service: TimerRegistry | None, *, operator_uid: str | None = None) -> Any:
+        self.write_through_caches()  # a snapshot sees every write
         return rocksdb_snapshots.snapshot_rocksdb(self, timer_service, operator_uid=operator_uid)
 
     def restore_native(self, snapshot: Any, *, whole: bool) -> tuple[list[Timer], list[Timer]] | None:

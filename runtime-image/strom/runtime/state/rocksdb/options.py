@@ -30,12 +30,22 @@ TIMER_SERVICE_FACTORY = option(
     "RocksDB: where timers live. Strom keeps them in the heap (Flink's HEAP) and snapshots them with the state.",
     allowed=("HEAP", "ROCKSDB"),
 )
+NAMESPACE_CACHE_ENTRIES = option(
+    "state.backend.rocksdb.namespace-cache.max-entries",
+    "int",
+    100_000,
+    "RocksDB (Strom): entries of a window operator's open panes kept in memory in front of RocksDB and written "
+    "through at every checkpoint (aligned windows with an incremental function run at heap speed while they "
+    "fit); past the bound the operator goes on per record through RocksDB. 0 disables the cache.",
+    minimum=0,
+)
 
 
 @dataclass(frozen=True, slots=True)
 class RocksDBSettings:
     incremental: bool
     local_dir: str
+    namespace_cache_entries: int = NAMESPACE_CACHE_ENTRIES.default
 
 
 def read_option(config: Any, opt: ConfigOption[Any]) -> Any:
@@ -49,4 +59,8 @@ def rocksdb_settings(config: Any) -> RocksDBSettings:
             f"invalid value 'ROCKSDB' for {TIMER_SERVICE_FACTORY.key!r}: Strom keeps timers in the heap and "
             "snapshots them with the RocksDB state; expected HEAP"
         )
-    return RocksDBSettings(bool(read_option(config, INCREMENTAL)), str(read_option(config, LOCAL_DIR)))
+    return RocksDBSettings(
+        bool(read_option(config, INCREMENTAL)),
+        str(read_option(config, LOCAL_DIR)),
+        int(read_option(config, NAMESPACE_CACHE_ENTRIES)),
+    )

@@ -20,7 +20,7 @@ from strom.datastream.state import (
     ReducingState,
     ValueState,
 )
-from strom.runtime.state.api import VOID
+from strom.runtime.state.api import VOID, NamespaceCache
 from strom.runtime.state.rocksdb import keys as rk
 
 if TYPE_CHECKING:
@@ -58,6 +58,10 @@ class _RocksDBState:
 
     def clear(self) -> None:
         self.backend.db.delete(self._key())
+
+    def open_namespace_cache(self) -> NamespaceCache | None:
+        """api.CachingNamespaces: a bounded in-memory cache of this state's namespaces (see namespace_cache)."""
+        return self.backend.open_namespace_cache(self.table)
 
     # window merging: move the values of several namespaces into the current one
     def _raw_pop(self, namespace: Any) -> Any:

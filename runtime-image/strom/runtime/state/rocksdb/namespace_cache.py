@@ -1,0 +1,102 @@
+"""A bounded in-memory cache of one RocksDB state's namespaces, written through at every snapshot.
+
+The aligned-window fast path reads and writes a window's panes as a plain dict (`api.InMemoryNamespaces`);
+on RocksDB that costs a serialization and a RocksDB call per record otherwise. This cache gives it the
+dicts: open windows' panes live in memory, RocksDB holds what was there at the last snapshot.
+
+Exactness: the backend calls `write_through` before every snapshot and before every read that scans
+RocksDB (keys, entries, counts), so a snapshot sees every write. The fast path only adds or updates
+entries, and drops a whole namespace when its window is cleaned up; a dropped namespace that had been
+written through is deleted from RocksDB at once. Bound: `state.backend.rocksdb.namespace-cache.max-entries`;
+past it the owner closes the cache (everything written through) and goes on per record through RocksDB.
+Values are kept as objects between snapshots, as the heap backend keeps them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rocksdict import WriteBatch
+
+from strom.runtime.state.rocksdb import keys as rk
+
+if TYPE_CHECKING:
+    from strom.runtime.state.rocksdb.backend import RocksDBKeyedStateBackend, RocksDBTable
+
+
+class RocksDBNamespaceCache:
+    """namespace -> {key: value} of one state (value, reducing or aggregating kind, no TTL)."""
+
+    def __init__(self, backend: RocksDBKeyedStateBackend, table: RocksDBTable, max_entries: int) -> None:
+        self.backend = backend
+        self.table = table
+        self.max_entries = max_entries
+        self.maps: dict[Any, dict[Any, Any]] = {}
+        self.written: set[Any] = set()  # namespaces with entries in RocksDB (to delete when dropped)
+        self._load()
+
+    def _load(self) -> None:
+        """What RocksDB already holds of the state (a restore) into the dicts."""
+        b = self.backend
+        for kg in b.key_group_range:
+            prefix = rk.key_group_prefix(kg) + self.table.name_part
+            for k, v in b.scan(prefix):
+                _, _, ns_raw, key_raw, _ = rk.decode_key(k)
+                ns = rk.decode_namespace(ns_raw)
+                m = self.maps.get(ns)
+                if m is None:
+                    m = self.maps[ns] = {}
+                m[rk.loads(key_raw)] = rk.loads(v)
+                self.written.add(ns)
+
+    # -- api.InMemoryNamespaces -----------------------------------------------------------------------
+    def namespace_map(self, namespace: Any) -> dict[Any, Any]:
+        m = self.maps.get(namespace)
+        if m is None:
+            m = self.maps[namespace] = {}
+        return m
+
+    def namespace_maps(self) -> list[tuple[Any, dict[Any, Any]]]:
+        return list(self.maps.items())
+
+    # -- api.NamespaceCache ---------------------------------------------------------------------------
+    def over_limit(self) -> bool:
+        # per batch, not per record: a sum over the open namespaces (a few windows)
+        return sum(map(len, self.maps.values())) > self.max_entries
+
+    def close(self) -> None:
+        self.write_through()
+        self.maps.clear()
+        self.written.clear()
+        self.backend.remove_namespace_cache(self)
+
+    # -- the backend's side ---------------------------------------------------------------------------
+    def write_through(self) -> None:
+        """Put every cached entry into RocksDB (one write batch)."""
+        if not self.maps:
+            return
+        b = self.backend
+        key_group = b.key_groups.key_group
+        name = self.table.name_part
+        dumps, key_part, kg_prefix = rk.dumps, rk.key_part, rk.key_group_prefix
+        batch = WriteBatch(raw_mode=True)
+        for ns, m in self.maps.items():
+            if not m:
+                continue
+            middle = name + rk.namespace_part(ns)
+            for key, value in m.items():
+                batch.put(kg_prefix(key_group(key)) + middle + key_part(key), dumps(value))
+            self.written.add(ns)
+        b.db.write(batch)
+
+    def drop_if_empty(self, namespace: Any) -> None:
+        """A cleaned-up window: forget its dict, and its entries in RocksDB if it was written through."""
+        m = self.maps.get(namespace)
+        if m is not None and not m:
+            del self.maps[namespace]
+        if namespace in self.written and not m:
+            self.written.discard(namespace)
+            b = self.backend
+            middle = self.table.name_part + rk.namespace_part(namespace)
+            for kg in b.key_group_range:
+                b.delete_prefix(rk.key_group_prefix(kg) + middle)
