@@ -89,6 +89,17 @@ def _scrape(port: int) -> dict[str, list[Any]]:
     return {fam.name: fam.samples for fam in text_string_to_metric_families(text)}
 
 
+def _prom_offsets(families: dict[str, list[Any]], topic: str) -> dict[int, tuple[float, float]]:
+    """partition -> (currentOffset, committedOffset) of the source operator, from Prometheus samples."""
+    prefix = "flink_taskmanager_job_task_operator_KafkaSourceReader_topic_partition_"
+    found: dict[int, dict[str, float]] = {}
+    for metric in ("currentOffset", "committedOffset"):
+        for s in families.get(prefix + metric, []):
+            if s.labels.get("topic") == topic and s.labels.get("operator_name") == SOURCE:
+                found.setdefault(int(s.labels["partition"]), {})[metric] = s.value
+    return {p: (v.get("currentOffset", -2), v.get("committedOffset", -2)) for p, v in found.items()}
+
+
 def test_source_and_sink_metrics_in_rest_and_prometheus_match_an_independent_consumer(kafka, tmp_path):
     source_topic, sink_topic = kafka.new_topic(len(PER_PARTITION), "in"), kafka.new_topic(1, "out")
     group = f"metrics-{source_topic}"
@@ -115,11 +126,13 @@ def test_source_and_sink_metrics_in_rest_and_prometheus_match_an_independent_con
         rest = wait_until(caught_up, timeout=90, what="committed offsets and sent records in the REST metrics")
         assert set(rest) == wanted
         committed, highs = _independent_view(kafka.bootstrap, source_topic, group)
-        prom = wait_until(
-            lambda: (s := _scrape(cluster.tm_metrics_ports[0])).get(
-                "flink_taskmanager_job_task_operator_KafkaSourceReader_topic_partition_committedOffset") and s,
-            what="partition offsets on the TaskManager's Prometheus endpoint",
-        )
+        # slot workers report to their TaskManager periodically: wait for a scrape that has the final offsets
+        def final_scrape() -> dict[str, list[Any]] | None:
+            families = _scrape(cluster.tm_metrics_ports[0])
+            final = {p: (highs[p] - 1, committed[p]) for p in range(2)}
+            return families if _prom_offsets(families, source_topic) == final else None
+
+        prom = wait_until(final_scrape, what="the final partition offsets on the TaskManager's Prometheus endpoint")
         cluster.cli("cancel", job_id)
     finally:
         cluster.close()
@@ -139,17 +152,7 @@ def test_source_and_sink_metrics_in_rest_and_prometheus_match_an_independent_con
     assert rest["kafka-out.numBytesSend"] == sum(len(v) for v in out)
     assert rest["kafka-out.numRecordsSendErrors"] == 0
 
-    def prom_value(name: str, partition: int) -> float:
-        (value,) = [s.value for s in prom[name]
-                    if s.labels.get("topic") == source_topic and s.labels.get("partition") == str(partition)
-                    and s.labels.get("operator_name") == SOURCE]
-        return value
-
-    for p in range(2):
-        assert prom_value("flink_taskmanager_job_task_operator_KafkaSourceReader_topic_partition_currentOffset",
-                          p) == highs[p] - 1
-        assert prom_value("flink_taskmanager_job_task_operator_KafkaSourceReader_topic_partition_committedOffset",
-                          p) == committed[p]
+    assert _prom_offsets(prom, source_topic) == {p: (highs[p] - 1, committed[p]) for p in range(2)}
 
 
 class _FakeTopicPartition:
