@@ -183,8 +183,8 @@ def test_refusals():
         udf(lambda x: x, result_type=DataTypes.INT(), func_type="pandas")
     with pytest.raises(ValidationException, match="returns 2 columns, got 1 names"):
         t_env.sql_query("SELECT k FROM t, LATERAL TABLE(words(s)) AS T(word)")
-    with pytest.raises(NotSupportedYet, match="JOIN"):
-        t_env.sql_query("SELECT * FROM t a JOIN t b ON a.k = b.k")
+    with pytest.raises(NotSupportedYet, match="LATERAL TABLE together with a regular JOIN"):
+        t_env.sql_query("SELECT * FROM t JOIN t AS b ON t.k = b.k, LATERAL TABLE(words(t.s)) AS T(word, n)")
 
 
 def test_a_udf_registered_by_name_shadows_nothing_until_registered_and_can_be_dropped():

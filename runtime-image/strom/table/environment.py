@@ -23,7 +23,7 @@ from strom.table import connectors
 from strom.table.data_stream_conversion import data_stream_node
 from strom.table.errors import NotSupportedYet, ValidationException
 from strom.table.expressions import Expression, col
-from strom.table.planner import builder, correlate, over_agg, top_n, windowing
+from strom.table.planner import builder, correlate, join, over_agg, top_n, windowing
 from strom.table.planner.inline_values import values_node
 from strom.table.planner.plan import DataStreamScanNode, PlanNode, SourceNode
 from strom.table.planner.translate import blackhole_sink, print_sink, translate
@@ -328,6 +328,13 @@ class TableEnvironment:
             source, where = top_n.plan_top_n(inner_source, inner.select, parts.select, parts.where,
                                              self._final_only)
             parts = dataclasses.replace(parts, where=where)
+        elif parts.joins:
+            source = self._plan_from(parts)
+            scope = join.scope_of(parts.source_qualifier, source)
+            for j in parts.joins:
+                right = self._scan(j.source) if isinstance(j.source, str) else self._plan_parts(j.source)
+                source, scope = join.plan_join(source, scope, right, j.qualifier, j.kind, j.on, self._final_only)
+            parts = join.resolve_parts(parts, scope)
         else:
             source = self._plan_from(parts)
         if parts.group_by is None and over_agg.has_over_aggregate(parts.select):

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from strom.table.errors import NotSupportedYet
 from strom.table.expressions import Expression
-from strom.table.planner import builder, column_ops, correlate, top_n, windowing
+from strom.table.planner import builder, column_ops, correlate, join, top_n, windowing
 from strom.table.planner.plan import PlanNode
 from strom.table.schema import TableSchema
 
@@ -94,6 +94,36 @@ class Table:
             if left_outer:
                 raise NotSupportedYet("left_outer_join_lateral with a join predicate (only lit(True))")
             node = builder.filter_(node, _exprs((predicate,), "join_lateral", self._t_env)[0])
+        return Table(self._t_env, node)
+
+    def join(self, right: Table, join_predicate: Expression | None = None) -> Table:
+        """Inner join on `join_predicate` (an equality between the two tables' columns, and more)."""
+        return self._join(right, join_predicate, "INNER", "join")
+
+    def left_outer_join(self, right: Table, join_predicate: Expression | None = None) -> Table:
+        return self._join(right, join_predicate, "LEFT", "left_outer_join")
+
+    def right_outer_join(self, right: Table, join_predicate: Expression) -> Table:
+        return self._join(right, join_predicate, "RIGHT", "right_outer_join")
+
+    def full_outer_join(self, right: Table, join_predicate: Expression) -> Table:
+        return self._join(right, join_predicate, "FULL", "full_outer_join")
+
+    def _join(self, right: Table, predicate: Expression | None, kind: str, method: str) -> Table:
+        from strom.table.errors import ValidationException
+
+        if right._t_env is not self._t_env:
+            raise ValidationException(f"Table.{method}: only tables from the same TableEnvironment can be joined")
+        clash = [n for n in right._node.names() if n in self._node.names()]
+        if clash:  # Flink's Table API: the two inputs' names must differ (rename_columns/alias one)
+            raise ValidationException(f"join relations with ambiguous names: [{', '.join(clash)}] "
+                                      f"(rename one side's columns in Table.{method})")
+        if predicate is None:
+            raise ValidationException(f"Table.{method} needs a join predicate with an equality between the two "
+                                      "tables' columns (e.g. col('a') == col('b'))")
+        (condition,) = _exprs((predicate,), method, self._t_env)
+        node, _ = join.plan_join(self._node, join.scope_of(None, self._node), right._node, "#right", kind,
+                                 condition, self._t_env._final_only)
         return Table(self._t_env, node)
 
     def union_all(self, right: Table) -> Table:
@@ -221,10 +251,6 @@ def _not_yet(name: str, feature: str):
 
 # PyFlink's other Table methods: present, so a program fails with a clear message instead of AttributeError
 for _name, _feature in {
-    "join": "joins",
-    "left_outer_join": "joins",
-    "right_outer_join": "joins",
-    "full_outer_join": "joins",
     "over_window": "over windows",
     "minus": "MINUS",
     "minus_all": "MINUS ALL",

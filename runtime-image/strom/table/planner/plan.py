@@ -323,3 +323,37 @@ class CorrelateNode(PlanNode):
         assert self.call is not None
         kind = "LEFT" if self.left_outer else "INNER"
         return f"Correlate(invocation=[{self.call.sql()}], joinType=[{kind}], select=[{', '.join(self.names())}])"
+
+
+@dataclass(eq=False)
+class JoinNode(PlanNode):
+    """A regular join (Flink's Join): both inputs kept in keyed state by their equality keys. Streaming
+    emits a changelog (an outer join emits a NULL-padded row, then -D of it and +I of the match when one
+    arrives); an inner join of insert-only inputs is insert-only. BATCH (`final_only`): the final rows."""
+
+    left: PlanNode | None = None
+    right: PlanNode | None = None
+    kind: str = "INNER"  # INNER, LEFT, RIGHT, FULL
+    left_keys: list[int] = field(default_factory=list)
+    right_keys: list[int] = field(default_factory=list)  # indexes into the right input's columns
+    condition: Expression | None = None  # the non-equality rest of ON, over the output columns
+    final_only: bool = False
+
+    @property
+    def inputs(self) -> list[PlanNode]:
+        assert self.left is not None and self.right is not None
+        return [self.left, self.right]
+
+    @property
+    def updating(self) -> bool:
+        if self.final_only:
+            return False
+        return self.kind != "INNER" or any(i.updating for i in self.inputs)
+
+    def describe(self) -> str:
+        names = self.names()
+        n_left = len(self.left.columns) if self.left is not None else 0
+        keys = ", ".join(f"{names[a]} = {names[n_left + b]}" for a, b in zip(self.left_keys, self.right_keys,
+                                                                             strict=True))
+        where = f" AND {self.condition.sql()}" if self.condition is not None else ""
+        return f"Join(joinType=[{self.kind}], where=[{keys}{where}], select=[{', '.join(names)}])"

@@ -31,6 +31,7 @@ from strom.table.planner.plan import (
     CorrelateNode,
     DataStreamScanNode,
     GroupAggregateNode,
+    JoinNode,
     OverAggregateNode,
     PlanNode,
     RankNode,
@@ -43,6 +44,7 @@ from strom.table.planner.plan import (
 from strom.table.planner.rank import DeduplicateFunction, TopNFunction
 from strom.table.planner.rows import make_row
 from strom.table.planner.scalar import compile_scalar
+from strom.table.planner.streaming_join import StreamingJoinFunction
 from strom.table.planner.values import java_string
 
 
@@ -84,6 +86,9 @@ def _translate(node: PlanNode, env: Any, memo: dict[str, DataStream]) -> DataStr
         assert node.input is not None and node.window is not None
         fn = WindowTableFunction(node.window, node.time_column, node.names())
         return translate(node.input, env, memo).flat_map(fn).name(node.describe()).uid(node.uid("window-tvf"))
+    if isinstance(node, JoinNode):
+        assert node.left is not None and node.right is not None
+        return _join(node, translate(node.left, env, memo), translate(node.right, env, memo))
     if isinstance(node, CorrelateNode):
         assert node.input is not None
         source = translate(node.input, env, memo)
@@ -223,6 +228,27 @@ def _window_aggregate(node: WindowAggregateNode, ds: DataStream) -> DataStream:
     windowed = keyed.window(window_assigner(node.window))
     out = windowed.aggregate(WindowAggAccumulate(list(node.aggs)), WindowAggEmit(node.names()))
     return out.name(node.describe()).uid(node.uid("window-aggregate"))
+
+
+class _JoinKey:
+    """A join key of one side; numbers compared across INT and DOUBLE keys hash as floats on both sides."""
+
+    def __init__(self, indexes: list[int], as_float: list[bool]) -> None:
+        self.indexes = indexes
+        self.as_float = as_float
+
+    def __call__(self, row: Any) -> tuple:  # hot path: called per record
+        return tuple(float(row[i]) if f and row[i] is not None else row[i]
+                     for i, f in zip(self.indexes, self.as_float, strict=True))
+
+
+def _join(node: JoinNode, left: DataStream, right: DataStream) -> DataStream:
+    assert node.left is not None and node.right is not None
+    as_float = [lt.root != rt.root and (lt.root in ("DOUBLE", "FLOAT") or rt.root in ("DOUBLE", "FLOAT"))
+                for lt, rt in ((node.left.columns[a][1], node.right.columns[b][1])
+                               for a, b in zip(node.left_keys, node.right_keys, strict=True))]
+    connected = left.connect(right).key_by(_JoinKey(node.left_keys, as_float), _JoinKey(node.right_keys, as_float))
+    return connected.process(StreamingJoinFunction(node)).name(node.describe()).uid(node.uid("join"))
 
 
 def _rank(node: RankNode, ds: DataStream) -> DataStream:

@@ -295,6 +295,19 @@ class SelectParts:
     order_by: list[tuple[Expression, bool, bool]] = field(default_factory=list)  # (expr, desc, nulls_first)
     limit: int | None = None
     lateral: Lateral | None = None  # `, LATERAL TABLE(f(..)) AS T(a, b)` after the FROM item
+    joins: list[JoinParts] = field(default_factory=list)  # regular joins after the FROM item, left-deep
+    source_qualifier: str | None = None  # the FROM item's alias or table name (joins resolve `q.col` by it)
+
+
+@dataclass
+class JoinParts:
+    """`[INNER | LEFT | RIGHT | FULL [OUTER]] JOIN right [AS q] ON condition`; the condition's column
+    references keep their qualifiers (`q.col`), resolved by the planner against both sides."""
+
+    source: Any  # a table name or nested SelectParts/UnionParts/ValuesParts
+    qualifier: str
+    kind: str  # INNER, LEFT, RIGHT, FULL
+    on: Expression
 
 
 @dataclass
@@ -388,8 +401,11 @@ def select_parts(tree: exp.Expression, functions: dict[str, Any] | None = None
     alias = src.alias or None
     if alias:
         qualifiers.add(alias)
-    lateral = _lateral(tree.args.get("joins") or [], qualifiers, functions)
-    tr = _Translator(qualifiers, functions)
+    joins_ = tree.args.get("joins") or []
+    regular = bool(joins_) and not isinstance(joins_[0].this, exp.Lateral)
+    lateral = None if regular else _lateral(joins_, qualifiers, functions)
+    joins = _joins(joins_, qualifiers, functions) if regular else []
+    tr = _Translator(qualifiers, functions, qualified=regular)
     where = tree.args.get("where")
     group = tree.args.get("group")
     having = tree.args.get("having")
@@ -407,7 +423,45 @@ def select_parts(tree: exp.Expression, functions: dict[str, Any] | None = None
         order_by=_order_by(tree, tr),
         limit=_limit(tree),
         lateral=lateral,
+        joins=joins,
+        source_qualifier=alias or (src.name if isinstance(src, exp.Table) else None),
     )
+
+
+_JOIN_KINDS = {"": "INNER", "INNER": "INNER", "LEFT": "LEFT", "RIGHT": "RIGHT", "FULL": "FULL"}
+
+
+def _joins(joins: list[exp.Join], qualifiers: set[str], functions: dict[str, Any]) -> list[JoinParts]:
+    out = []
+    for join in joins:
+        right = join.this
+        if isinstance(right, exp.Lateral):
+            raise NotSupportedYet("LATERAL TABLE together with a regular JOIN in one FROM")
+        side = str(join.args.get("side") or "").upper()
+        kind = str(join.args.get("kind") or "").upper()
+        if join.args.get("using"):
+            raise NotSupportedYet("JOIN .. USING (write ON a.k = b.k)")
+        if kind in ("CROSS", "SEMI", "ANTI") or join.args.get("on") is None:
+            raise NotSupportedYet(f"{kind or 'comma'} join without ON (a regular join needs ON with an equality "
+                                  "between the two inputs)")
+        if isinstance(right, exp.Table):
+            source: Any = _table_name(right)
+            if source in WINDOW_TVFS:
+                raise NotSupportedYet("window joins (a join of window TVFs)")
+            if isinstance(right.this, exp.Func):
+                raise NotSupportedYet(f"table function {right.this.sql(DIALECT)} in JOIN")
+            qualifier = right.alias or right.name
+        elif isinstance(right, exp.Subquery):
+            source = select_parts(right.this, functions)
+            qualifier = right.alias
+            if not qualifier:
+                raise ValidationException("a subquery in JOIN needs an alias: JOIN (SELECT ..) AS q ON ..")
+        else:
+            raise NotSupportedYet(f"JOIN {right.sql(DIALECT)}")
+        qualifiers.add(qualifier)
+        on = _Translator(qualifiers, functions, qualified=True).expr(join.args["on"])
+        out.append(JoinParts(source, qualifier, _JOIN_KINDS[side], on))
+    return out
 
 
 def _lateral(joins: list[exp.Join], qualifiers: set[str], functions: dict[str, Any]) -> Lateral | None:
@@ -516,9 +570,11 @@ def _frame(spec: exp.Expression | None) -> tuple[str, Any]:
 
 
 class _Translator:
-    def __init__(self, qualifiers: set[str], functions: dict[str, Any] | None = None) -> None:
+    def __init__(self, qualifiers: set[str], functions: dict[str, Any] | None = None,
+                 qualified: bool = False) -> None:
         self.qualifiers = qualifiers
         self.functions = functions or {}
+        self.qualified = qualified  # in a join: `q.col` stays qualified for the planner to resolve
 
     def expr(self, node: exp.Expression) -> Expression:
         if isinstance(node, exp.Alias):
@@ -531,7 +587,7 @@ class _Translator:
             table = node.table
             if table and table not in self.qualifiers:
                 raise ValidationException(f"unknown table {table!r} in column reference {node.sql(DIALECT)}")
-            return col(node.name)
+            return col(f"{table}.{node.name}" if table and self.qualified else node.name)
         if isinstance(node, exp.Literal):
             if node.is_string:
                 return lit(node.this)

@@ -1,0 +1,127 @@
+"""Regular joins (INNER, LEFT/RIGHT/FULL OUTER) as Flink plans them: name resolution over both inputs,
+the ON condition split into equality keys and a residual condition, and the join node.
+
+Column names: the output has the left input's columns, then the right input's; a right column whose
+name is already taken gets a digit appended (`k` -> `k0`), as Flink names the columns of `SELECT *`.
+`q.col` resolves through the input named (or aliased) `q`; an unqualified name must be unique.
+Flink refuses a streaming regular join without an equality between the two inputs; so do we.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from strom.table.errors import TableException, ValidationException
+from strom.table.expressions import Expression, col
+from strom.table.planner.plan import JoinNode, PlanNode
+from strom.table.planner.scalar import compile_scalar
+
+# qualifier -> {column name as written -> output column name}
+Scope = dict[str, dict[str, str]]
+
+
+def scope_of(qualifier: str | None, node: PlanNode) -> Scope:
+    return {qualifier or "": {n: n for n in node.names()}}
+
+
+def _output_names(left: list[str], right: list[str]) -> list[str]:
+    taken = set(left)
+    out = []
+    for n in right:
+        name, i = n, 0
+        while name in taken:
+            name, i = f"{n}{i}", i + 1
+        taken.add(name)
+        out.append(name)
+    return out
+
+
+def resolve(e: Expression, scope: Scope) -> Expression:
+    """Qualified and unqualified column references -> the join output's column names."""
+    if e.op == "col":
+        if e.name == "*":
+            return e
+        if "." in e.name:
+            q, name = e.name.split(".", 1)
+            columns = scope.get(q)
+            if columns is None:
+                raise ValidationException(f"unknown table {q!r} in column reference {e.name}")
+            if name not in columns:
+                raise ValidationException(f"unknown column {name!r} in table {q!r}; available columns: "
+                                          f"{', '.join(columns)}")
+            return col(columns[name])
+        found = [columns[e.name] for columns in scope.values() if e.name in columns]
+        if len(found) > 1:
+            raise ValidationException(f"column {e.name!r} is ambiguous (in {len(found)} joined tables); "
+                                      "qualify it (t.col)")
+        return col(found[0]) if found else e  # an unknown name fails later, listing the columns
+    if not e.args:
+        return e
+    args = tuple(resolve(a, scope) for a in e.args)
+    return Expression(e.op, e.name, args, e.value, e.data_type, e.is_distinct)
+
+
+def resolve_parts(parts: Any, scope: Scope) -> Any:
+    """A SelectParts' select list, WHERE, GROUP BY and HAVING over the join's output names."""
+    return replace(
+        parts,
+        select=[resolve(e, scope) for e in parts.select],
+        where=resolve(parts.where, scope) if parts.where is not None else None,
+        group_by=[resolve(e, scope) for e in parts.group_by] if parts.group_by is not None else None,
+        having=resolve(parts.having, scope) if parts.having is not None else None,
+        order_by=[(resolve(e, scope), d, n) for e, d, n in parts.order_by],
+    )
+
+
+def _conjuncts(e: Expression) -> list[Expression]:
+    if e.op == "call" and e.name == "and":
+        return _conjuncts(e.args[0]) + _conjuncts(e.args[1])
+    return [e]
+
+
+def plan_join(left: PlanNode, left_scope: Scope, right: PlanNode, right_qualifier: str, kind: str,
+              on: Expression, final_only: bool) -> tuple[JoinNode, Scope]:
+    right_names = _output_names(left.names(), right.names())
+    if right_qualifier in left_scope:
+        raise ValidationException(f"table name {right_qualifier!r} appears twice in the join; alias one (AS q)")
+    scope = dict(left_scope)
+    scope[right_qualifier] = dict(zip(right.names(), right_names, strict=True))
+    left_types = [t.nullable_() if kind in ("RIGHT", "FULL") else t for _, t in left.columns]
+    right_types = [t.nullable_() if kind in ("LEFT", "FULL") else t for _, t in right.columns]
+    columns = list(zip(left.names(), left_types, strict=True)) + list(zip(right_names, right_types, strict=True))
+    names = [n for n, _ in columns]
+    condition = resolve(on, scope)
+    if condition.contains_aggregate():
+        raise ValidationException(f"aggregate in a join condition: {condition.sql()}")
+    _, t = compile_scalar(condition, columns)
+    if t.root != "BOOLEAN":
+        raise ValidationException(f"join condition {condition.sql()} is {t}, expected BOOLEAN")
+    n_left = len(left.columns)
+    left_keys: list[int] = []
+    right_keys: list[int] = []
+    residual: list[Expression] = []
+    for c in _conjuncts(condition):
+        a, b = (c.args if c.op == "call" and c.name == "=" else (None, None))
+        if a is not None and b is not None and a.op == "col" and b.op == "col":
+            ia, ib = names.index(a.name), names.index(b.name)
+            if ia < n_left <= ib or ib < n_left <= ia:
+                li, ri = (ia, ib) if ia < n_left else (ib, ia)
+                ta, tb = columns[li][1], columns[ri][1]
+                if not (ta.root == tb.root or (ta.is_numeric and tb.is_numeric)):
+                    raise ValidationException(f"join condition {c.sql()}: cannot compare {ta} with {tb}")
+                left_keys.append(li)
+                right_keys.append(ri - n_left)
+                continue
+        residual.append(c)
+    if not left_keys:
+        raise TableException(
+            "Cannot generate a valid execution plan for the given query: a regular join needs an equality "
+            f"between columns of its two inputs (an equi-join); got ON {condition.sql()}. This exception "
+            "indicates that the query uses an unsupported SQL feature.")
+    rest = residual[0] if residual else None
+    for r in residual[1:]:
+        rest = rest & r
+    node = JoinNode(columns, left=left, right=right, kind=kind, left_keys=left_keys, right_keys=right_keys,
+                    condition=rest, final_only=final_only)
+    return node, scope
