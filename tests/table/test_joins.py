@@ -186,3 +186,25 @@ def test_join_refusals() -> None:
     o = t_env.from_path("o")
     with pytest.raises(ValidationException, match=r"join relations with ambiguous names: \[oid, u, amt\]"):
         o.join(o, col("oid") == col("oid"))
+
+
+class _RecordingRuntimeContext(_FakeRuntimeContext):
+    def __init__(self) -> None:
+        self.descriptors: list[Any] = []
+
+    def get_map_state(self, descriptor: Any) -> _FakeMapState:
+        self.descriptors.append(descriptor)
+        return _FakeMapState()
+
+
+@pytest.mark.parametrize("ttl,expected_ms", [(None, None), ("1 h", 3_600_000), ("250 ms", 250)])
+def test_join_state_takes_table_exec_state_ttl(ttl: str | None, expected_ms: int | None) -> None:
+    t_env = _env(True)
+    if ttl is not None:
+        t_env.get_config().set("table.exec.state.ttl", ttl)
+    node = t_env.sql_query("SELECT * FROM o JOIN c ON o.oid = c.cid")._node.input
+    context = _RecordingRuntimeContext()
+    StreamingJoinFunction(node).open(context)
+    assert len(context.descriptors) == 2
+    ttls = [getattr(d, "ttl_config", None) for d in context.descriptors]
+    assert [t.ttl_ms if t is not None else None for t in ttls] == [expected_ms, expected_ms]

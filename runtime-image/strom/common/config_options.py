@@ -244,6 +244,10 @@ PIPELINE_NAME = option("pipeline.name", "str", "", "Job name.")
 AUTO_WATERMARK_INTERVAL = option(
     "pipeline.auto-watermark-interval", "duration", 200, "Period of periodic watermark emission; 0 disables."
 )
+TABLE_STATE_TTL = option(
+    "table.exec.state.ttl", "duration", 0,
+    "Table API & SQL: how long a key's idle state (regular join rows) is kept; 0 keeps it forever.",
+)
 OPERATOR_CHAINING = option(
     "pipeline.operator-chaining.enabled",
     "bool",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from strom.common.config_options import TABLE_STATE_TTL
 from strom.common.configuration import Configuration
 from strom.common.row import Row
 from strom.datastream.data_stream import DataStream
@@ -222,6 +223,9 @@ class TableEnvironment:
 
     list_functions = list_user_defined_functions
 
+    def _state_ttl_ms(self) -> int:
+        return int(self._env.get_configuration().get(TABLE_STATE_TTL))
+
     def resolve_functions(self, e: Expression) -> Expression:
         """`call('name', ..)` of the Table API -> the registered function's call."""
         args = tuple(self.resolve_functions(a) for a in e.args)
@@ -333,7 +337,8 @@ class TableEnvironment:
             scope = join.scope_of(parts.source_qualifier, source)
             for j in parts.joins:
                 right = self._scan(j.source) if isinstance(j.source, str) else self._plan_parts(j.source)
-                source, scope = join.plan_join(source, scope, right, j.qualifier, j.kind, j.on, self._final_only)
+                source, scope = join.plan_join(source, scope, right, j.qualifier, j.kind, j.on, self._final_only,
+                                               self._state_ttl_ms())
             parts = join.resolve_parts(parts, scope)
         else:
             source = self._plan_from(parts)

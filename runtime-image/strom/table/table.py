@@ -123,7 +123,7 @@ class Table:
                                       "tables' columns (e.g. col('a') == col('b'))")
         (condition,) = _exprs((predicate,), method, self._t_env)
         node, _ = join.plan_join(self._node, join.scope_of(None, self._node), right._node, "#right", kind,
-                                 condition, self._t_env._final_only)
+                                 condition, self._t_env._final_only, self._t_env._state_ttl_ms())
         return Table(self._t_env, node)
 
     def union_all(self, right: Table) -> Table:

@@ -81,7 +81,7 @@ def _conjuncts(e: Expression) -> list[Expression]:
 
 
 def plan_join(left: PlanNode, left_scope: Scope, right: PlanNode, right_qualifier: str, kind: str,
-              on: Expression, final_only: bool) -> tuple[JoinNode, Scope]:
+              on: Expression, final_only: bool, state_ttl_ms: int = 0) -> tuple[JoinNode, Scope]:
     right_names = _output_names(left.names(), right.names())
     if right_qualifier in left_scope:
         raise ValidationException(f"table name {right_qualifier!r} appears twice in the join; alias one (AS q)")
@@ -123,5 +123,5 @@ def plan_join(left: PlanNode, left_scope: Scope, right: PlanNode, right_qualifie
     for r in residual[1:]:
         rest = rest & r
     node = JoinNode(columns, left=left, right=right, kind=kind, left_keys=left_keys, right_keys=right_keys,
-                    condition=rest, final_only=final_only)
+                    condition=rest, final_only=final_only, state_ttl_ms=state_ttl_ms)
     return node, scope

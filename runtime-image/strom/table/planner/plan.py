@@ -338,6 +338,7 @@ class JoinNode(PlanNode):
     right_keys: list[int] = field(default_factory=list)  # indexes into the right input's columns
     condition: Expression | None = None  # the non-equality rest of ON, over the output columns
     final_only: bool = False
+    state_ttl_ms: int = 0  # table.exec.state.ttl: idle rows expire (0: kept forever)
 
     @property
     def inputs(self) -> list[PlanNode]:

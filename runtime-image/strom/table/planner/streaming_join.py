@@ -21,7 +21,7 @@ from strom.common.row import Row, RowKind
 from strom.common.time import MAX_WATERMARK
 from strom.common.typeinfo import Types
 from strom.datastream.functions import KeyedCoProcessFunction
-from strom.datastream.state import MapStateDescriptor
+from strom.datastream.state import MapStateDescriptor, StateTtlConfig
 from strom.table.planner.plan import JoinNode
 from strom.table.planner.rows import make_row
 from strom.table.planner.scalar import compile_scalar
@@ -39,11 +39,16 @@ class StreamingJoinFunction(KeyedCoProcessFunction):
         self.condition = compile_scalar(node.condition, node.columns)[0] if node.condition is not None else None
         self.names = tuple(node.names())
         self.final_only = node.final_only
+        self.state_ttl_ms = node.state_ttl_ms
 
     def open(self, runtime_context: Any) -> None:
         pickled = Types.PICKLED_BYTE_ARRAY()
-        self.left_rows = runtime_context.get_map_state(MapStateDescriptor("join-left-rows", pickled, pickled))
-        self.right_rows = runtime_context.get_map_state(MapStateDescriptor("join-right-rows", pickled, pickled))
+        descriptors = [MapStateDescriptor(f"join-{side}-rows", pickled, pickled) for side in ("left", "right")]
+        if self.state_ttl_ms > 0 and not self.final_only:  # table.exec.state.ttl, as Flink's join state
+            ttl = StateTtlConfig.new_builder(self.state_ttl_ms).build()
+            for d in descriptors:
+                d.enable_time_to_live(ttl)
+        self.left_rows, self.right_rows = (runtime_context.get_map_state(d) for d in descriptors)
 
     def process_element1(self, value: Any, ctx: Any) -> Iterator[Row]:
         return self._process(value, ctx, True)
