@@ -240,11 +240,11 @@ class _FailingWrites:
 def test_failed_checkpoints_beyond_the_tolerable_number_fail_the_job_over(tmp_path, monkeypatch):
     """execution.checkpointing.tolerable-failed-checkpoints: the job keeps running through that many
     consecutive failed checkpoints; one more fails it, and its restart strategy decides what follows."""
-    import strom.runtime.local_executor as local_executor
+    import strom.runtime.thread_deployment as thread_deployment  # where the tasks' snapshot storage is made
 
-    real = local_executor.checkpoint_storage_for
+    real = thread_deployment.checkpoint_storage_for
     monkeypatch.setattr(
-        local_executor, "checkpoint_storage_for", lambda uri, config=None: _FailingWrites(real(uri, config))
+        thread_deployment, "checkpoint_storage_for", lambda uri, config=None: _FailingWrites(real(uri, config))
     )
     env = _env()
     _source(env).key_by(lambda v: v % KEYS, key_type=Types.INT()).process(SumPerKey()).map(KeepLatest())

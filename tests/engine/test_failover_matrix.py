@@ -1,11 +1,12 @@
 """One failover test matrix over both deployment modes of `strom run` (issue 17).
 
 `strom run --threads` (every subtask a thread of the `strom` process) and `strom run` (the local
-mini-cluster: a JobManager and TaskManager slot processes) are two ways to deploy the same job; they
-must fail over alike. Each case runs the same job file, with the same restart strategy and
-checkpointing, in both modes, and checks what a user sees from outside: the exit status, the
-failure on stderr, the attempts the job's own functions saw, where each restarted attempt's sources
-resumed, and the output of an exactly-once FileSink, which must equal a plain-Python count.
+mini-cluster: a JobManager and TaskManager slot processes) are two ways to deploy the same job under
+the same JobMaster (only its TaskDeployer differs); they must fail over alike. Each case runs the
+same job file, with the same restart strategy and checkpointing, in both modes, and checks what a
+user sees from outside: the exit status, the failure on stderr, the attempts the job's own functions
+saw, where each restarted attempt's sources resumed, and the output of an exactly-once FileSink,
+which must equal a plain-Python count.
 
 The job: a rate-limited generator of 0..COUNT-1 (parallelism 2) -> a `Witness` map that notes, per
 attempt and subtask, the first value it saw and fails as the case says -> running counts per key

@@ -30,6 +30,7 @@ from strom.batch.stage_runner import BATCH_RECORDS, PRINTED_ROUTE, run_stage
 from strom.batch.validation import validate_batch_graph
 from strom.common.python_dependencies import PythonDependencies
 from strom.common.python_environment import dependencies_of, enter_working_directory
+from strom.common.unsupported import UnsupportedFeatureError
 from strom.datastream.stream_execution_environment import JobExecutionResult
 from strom.graph.stream_graph import StreamGraph
 from strom.runtime.local_executor import JobExecutionError
@@ -259,6 +260,20 @@ class BatchJobClient:
 
     def cancel(self) -> None:
         self._job.cancel()
+
+    def trigger_savepoint(self, savepoint_directory: str | None = None) -> str:
+        raise UnsupportedFeatureError(
+            f"trigger_savepoint: job {self._job.job_id} runs in BATCH mode on Spark, which takes no savepoints "
+            "(a bounded job restarts from its input); run it in STREAMING mode to take one"
+        )
+
+    def stop_with_savepoint(
+        self, advance_to_end_of_event_time: bool = False, savepoint_directory: str | None = None
+    ) -> str:
+        raise UnsupportedFeatureError(
+            f"stop_with_savepoint: job {self._job.job_id} runs in BATCH mode on Spark, which takes no savepoints; "
+            "cancel it, or run it in STREAMING mode to stop it with a savepoint"
+        )
 
     def get_job_execution_result(self, timeout: float | None = None) -> JobExecutionResult:
         return self._job.wait(timeout)

@@ -25,6 +25,7 @@ from strom.common import tls_options
 from strom.datastream.stream_execution_environment import JobExecutionResult
 from strom.graph.job_graph import create_job_graph
 from strom.graph.stream_graph import StreamGraph
+from strom.runtime.jobmanager.client_savepoints import take_savepoint
 from strom.runtime.network import cluster_secret
 
 LOOPBACK = "127.0.0.1"
@@ -78,6 +79,19 @@ class ClusterJobClient:
 
     def cancel(self) -> None:
         self.jm.cancel_threadsafe(self.job_id)
+
+    def trigger_savepoint(self, savepoint_directory: str | None = None) -> str:
+        """A savepoint of the running job; its location (Flink's JobClient.triggerSavepoint)."""
+        return take_savepoint(self.jm.loop, self.jm.jobs[self.job_id], savepoint_directory)
+
+    def stop_with_savepoint(
+        self, advance_to_end_of_event_time: bool = False, savepoint_directory: str | None = None
+    ) -> str:
+        """A savepoint, then the job ends FINISHED; the savepoint's location (Flink's stopWithSavepoint)."""
+        job = self.jm.jobs[self.job_id]
+        return take_savepoint(
+            self.jm.loop, job, savepoint_directory, then="FINISHED", drain=advance_to_end_of_event_time
+        )
 
     def wait(self, timeout: float | None = None) -> JobExecutionResult:
         from strom.runtime.local_executor import JobExecutionError

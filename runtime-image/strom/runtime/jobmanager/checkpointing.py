@@ -155,3 +155,8 @@ class JobCheckpointing:
     def shutdown(self, job_status: str) -> None:
         self._worker.submit(self.coordinator.shutdown, job_status)
         self._worker.shutdown(wait=False)
+
+    def await_shutdown(self) -> None:
+        """After `shutdown`, until the coordinator has ended: the retention has been applied (an embedded
+        job's end is reported once its checkpoints are what they will stay)."""
+        self._worker.shutdown(wait=True)

@@ -5,7 +5,9 @@ RESTARTING); subtask states too (SCHEDULED, DEPLOYING, RUNNING, FINISHED, CANCEL
 CANCELED, FAILED). A failed subtask or a lost TaskManager fails the attempt over: every task
 of the attempt is cancelled and, if the restart strategy allows, a new attempt is deployed
 after its delay. Each attempt has its own channel ids, so data of an old attempt never
-reaches a new one.
+reaches a new one. Where the tasks run is the `TaskDeployer`'s (task_deployment.py): slot processes
+of TaskManagers over RPC on a cluster, threads of this process for the embedded executor
+(local_executor.py) — one JobMaster, whatever the deployment.
 
 With `execution.checkpointing.interval` > 0 the job has a `JobCheckpointing` (its coordinator):
 each attempt takes part once deployed, checkpoints are triggered only while the job and every
@@ -26,8 +28,6 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
-
-import cloudpickle
 
 from strom.common import config_options as opts
 from strom.common.job_status import JobStatus
@@ -106,6 +106,8 @@ class JobMaster:
     num_restarts: int = 0
     # high availability: the latest checkpoint a previous JobManager completed for this job
     recovered: CheckpointPointer | None = None
+    # the checkpoint (or savepoint) the newest attempt was deployed to restore; None: from scratch
+    restored_checkpoint_id: int | None = None
     # who runs the scheduled tasks (task_deployment.py); None: the TaskManagers, over RPC
     deployer: TaskDeployer | None = None
 
@@ -113,7 +115,7 @@ class JobMaster:
         self.tasks: TaskDeployer = self.deployer if self.deployer is not None else RpcTaskDeployer(self.jm)
         self.name = self.graph.job_name
         self.job_graph: JobGraph = create_job_graph(self.graph)
-        self.payload = cloudpickle.dumps(self.graph)
+        self.payload = self.tasks.job_payload(self.graph)
         self.restart = restart_strategy_from(self.graph.config)
         self.subtasks: dict[tuple[str, int], SubtaskStatus] = {}
         # TaskManagers of the attempt that failed last, until the next attempt runs everywhere: the loss
@@ -299,6 +301,7 @@ class JobMaster:
 
     async def _schedule(self, restore: RestoreCheckpoint | None = None) -> None:
         self._set_state("RUNNING")
+        self.restored_checkpoint_id = restore.checkpoint_id if restore is not None else None
         required = self.job_graph.required_slots()
         timeout_s = self.graph.config.get(opts.SLOT_REQUEST_TIMEOUT) / 1000.0
         deadline = time.monotonic() + timeout_s

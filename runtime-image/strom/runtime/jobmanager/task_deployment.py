@@ -12,6 +12,8 @@ JobMaster over its own TaskExecutors.
 
 `RpcTaskDeployer` is the deployer of every cluster (Kubernetes, `strom run`'s mini-cluster): it
 sends RPC messages to the TaskManagers holding the slots, whose slot processes run the tasks.
+`ThreadTaskDeployer` (runtime/thread_deployment.py) runs them as threads of this process
+(`strom run --threads`, `env.execute()` without a cluster).
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ import asyncio
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Protocol
 
+import cloudpickle
+
+from strom.graph.stream_graph import StreamGraph
 from strom.runtime.checkpoint.coordinator import TaskGateway, TaskKey
 from strom.runtime.jobmanager.checkpointing import RpcTaskGateway
 from strom.runtime.rpc import CancelJob, DeploySlot, encode_message
@@ -30,6 +35,10 @@ if TYPE_CHECKING:
 
 class TaskDeployer(Protocol):
     """Runs what a JobMaster schedules. Called on the JobManager's event loop; never blocks it."""
+
+    def job_payload(self, graph: StreamGraph) -> bytes:
+        """The job as its deployments carry it (pickled for other processes; in-process: nothing)."""
+        ...
 
     def deploy(self, tm_id: str, deployment: DeploySlot) -> None:
         """Start `deployment`'s subtasks (one slot's) on TaskManager `tm_id`; each reports its state."""
@@ -57,6 +66,9 @@ class RpcTaskDeployer:
 
     def __init__(self, jm: JobManager) -> None:
         self._jm = jm
+
+    def job_payload(self, graph: StreamGraph) -> bytes:
+        return cloudpickle.dumps(graph)
 
     def deploy(self, tm_id: str, deployment: DeploySlot) -> None:
         self._jm.send_to(tm_id, deployment)
