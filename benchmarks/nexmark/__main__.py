@@ -1,8 +1,9 @@
-"""Nexmark on Strom (in-process engine, hashmap state): events/s, output rows and peak RSS per query,
-with same-run baselines: the generator alone, and the query's plain-Python reference loop.
+"""Nexmark on Strom (in-process engine; hashmap state, or --state-backend rocksdb): events/s, output rows and
+peak RSS per query, with same-run baselines: the generator alone, and the query's plain-Python reference loop.
 
     python -m benchmarks.nexmark --query q5 --events 2000000 --parallelism 1 [--checkpoint-interval 10s]
     python -m benchmarks.nexmark --all --events 1000000
+    python -m benchmarks.nexmark --query q5 --events 200000 --state-backend rocksdb
 
 With --checkpoint-interval the query runs twice, without and with checkpoints (file://), and the
 overhead is printed. --all runs each query in its own process (so peak RSS is per query) and prints a
@@ -69,11 +70,12 @@ def reference_rate(query: str, events: list[Any]) -> float | None:
 def measure(args: argparse.Namespace, query: str) -> dict[str, Any]:
     config = NexmarkConfig(events=args.events, rate=args.rate, event_rate=args.event_rate)
     with step(f"{query}: {args.events:,} events"):
-        runs: list[RunFigures] = [run_timed(query, config, parallelism=args.parallelism)]
+        runs: list[RunFigures] = [run_timed(query, config, parallelism=args.parallelism,
+                                            state_backend=args.state_backend)]
     if args.checkpoint_interval:
         with step(f"{query}: {args.events:,} events, checkpoints every {args.checkpoint_interval} ms"):
             runs.append(run_timed(query, config, parallelism=args.parallelism,
-                                  checkpoint_interval_ms=args.checkpoint_interval))
+                                  checkpoint_interval_ms=args.checkpoint_interval, state_backend=args.state_backend))
     rss = runs[-1].peak_rss_mb  # before the baselines allocate their event lists
     prefix, generator_rate = generate(NexmarkConfig(events=min(args.events, REFERENCE_EVENTS_MAX),
                                                     event_rate=args.event_rate))
@@ -81,6 +83,7 @@ def measure(args: argparse.Namespace, query: str) -> dict[str, Any]:
         "query": query,
         "events": args.events,
         "parallelism": args.parallelism,
+        "state_backend": args.state_backend,
         "events_per_s": runs[0].events_per_second,
         "events_per_cpu_s": runs[0].events_per_cpu_second,
         "outputs": runs[0].outputs,
@@ -94,7 +97,7 @@ def measure(args: argparse.Namespace, query: str) -> dict[str, Any]:
 
 
 def print_one(r: dict[str, Any], interval_ms: int) -> None:
-    print(f"{r['query']}: {r['events']:,} events, parallelism {r['parallelism']}")
+    print(f"{r['query']}: {r['events']:,} events, parallelism {r['parallelism']}, {r['state_backend']} state")
     print(f"  strom                  {r['events_per_s']:>10,.0f} events/s wall, {r['events_per_cpu_s']:>10,.0f} per "
           f"CPU-second   {r['outputs']:,} output rows   peak RSS {r['peak_rss_mb']:,.0f} MB")
     if r["checkpointed_events_per_s"]:
@@ -112,7 +115,7 @@ def run_all(args: argparse.Namespace) -> None:
     rows = []
     for query in QUERIES:
         cmd = [sys.executable, "-m", "benchmarks.nexmark", "--query", query, "--events", str(args.events),
-               "--parallelism", str(args.parallelism), "--json"]
+               "--parallelism", str(args.parallelism), "--state-backend", args.state_backend, "--json"]
         if args.event_rate:
             cmd += ["--event-rate", str(args.event_rate)]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -121,7 +124,7 @@ def run_all(args: argparse.Namespace) -> None:
             continue
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
         print(f"  {query} done: {rows[-1]['events_per_cpu_s']:,.0f} events/CPU-s", file=sys.stderr, flush=True)
-    print(f"events={args.events:,} parallelism={args.parallelism} (in-process engine, hashmap state); "
+    print(f"events={args.events:,} parallelism={args.parallelism} (in-process engine, {args.state_backend} state); "
           "ev/CPU-s = events per CPU-second of the process (per core); ref, gen: per CPU-second as well")
     print(f"{'query':<6}{'ev/s wall':>11}{'ev/CPU-s':>11}{'outputs':>11}{'RSS MB':>8}{'ref ev/s':>12}{'strom/ref':>10}"
           f"{'gen ev/s':>12}{'Flink/core':>12}")
@@ -147,6 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--event-rate", type=float, default=None, help="events per second of event time")
     ap.add_argument("--checkpoint-interval", type=parse_interval_ms, default=0, help="e.g. 10s: also run with "
                     "checkpoints and print the overhead")
+    ap.add_argument("--state-backend", choices=["hashmap", "rocksdb"], default="hashmap", help="state.backend.type")
     ap.add_argument("--json", action="store_true", help="print one JSON line (used by --all)")
     args = ap.parse_args(argv)
     if args.all:

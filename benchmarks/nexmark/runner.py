@@ -81,13 +81,21 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
 
-def run_timed(query: str, config: NexmarkConfig, *, parallelism: int, checkpoint_interval_ms: int = 0) -> RunFigures:
-    """One run with a counting sink; with checkpoints every `checkpoint_interval_ms` (file:// in a temp dir)."""
+def run_timed(
+    query: str,
+    config: NexmarkConfig,
+    *,
+    parallelism: int,
+    checkpoint_interval_ms: int = 0,
+    state_backend: str = "hashmap",
+) -> RunFigures:
+    """One run with a counting sink; with checkpoints every `checkpoint_interval_ms` (file:// in a temp dir),
+    keyed state on `state_backend` (state.backend.type)."""
     from strom.datastream.executors import load_executor
 
     CountingSink.count = 0
     with tempfile.TemporaryDirectory(prefix="nexmark-chk-") as directory:
-        conf: dict[str, Any] = {"state.checkpoints.dir": f"file://{directory}"}
+        conf: dict[str, Any] = {"state.checkpoints.dir": f"file://{directory}", "state.backend.type": state_backend}
         stream = query_stream(query, config, parallelism=parallelism, conf=conf)
         env = stream.get_execution_environment()
         if checkpoint_interval_ms:

@@ -13,7 +13,7 @@ from strom.datastream.state import ValueStateDescriptor
 from strom.runtime.operators.base import StreamOperator, results_of
 from strom.runtime.operators.contexts import ProcessContext, SideOutputBuffer
 from strom.runtime.operators.watermarks import WatermarkEmitter
-from strom.runtime.state.api import VOID, InMemoryNamespaces
+from strom.runtime.state.api import VOID, CachingNamespaces, InMemoryNamespaces, NamespaceCache
 
 
 def split_tagged_outputs(
@@ -188,11 +188,17 @@ class ReduceOperator(StreamOperator):
         super().open()
         self._fn = self._reduce_function()
         # the running value lives in the keyed backend, so snapshots see it per key group: in a value
-        # state; the per-record loop uses its live dict when the backend offers one (the heap)
+        # state; the per-record loop uses its live dict when the backend offers one (the heap), or a
+        # bounded namespace cache in front of it (RocksDB), until the cache outgrows its bound
         self._running = self.backend.get_state(ValueStateDescriptor("_reduce"))  # type: ignore[union-attr]
         self._acc: dict[Any, Any] | None = None
+        self._cache: NamespaceCache | None = None
         if isinstance(self._running, InMemoryNamespaces):
             self._acc = self._running.namespace_map(VOID)
+        elif isinstance(self._running, CachingNamespaces):
+            self._cache = self._running.open_namespace_cache()
+            if self._cache is not None:
+                self._acc = self._cache.namespace_map(VOID)
 
     def _reduce_function(self) -> Any:
         return self.function.reduce
@@ -215,6 +221,10 @@ class ReduceOperator(StreamOperator):
                 new = fn(cur, v)
             acc[k] = new
             append(new)
+        cache = self._cache
+        if cache is not None and cache.over_limit():
+            cache.close()  # every running value into RocksDB; per record through the state from now on
+            self._cache = self._acc = None
         self.output.collect(out, timestamps)
 
     def _process_through_state(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:

@@ -140,7 +140,10 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
             return None
         if table.cache is not None:
             return None  # one owner per state
-        cache = table.cache = RocksDBNamespaceCache(self, table, self.namespace_cache_entries)
+        cache = RocksDBNamespaceCache(self, table, self.namespace_cache_entries)
+        if not cache.fits:
+            return None  # the restored state alone outgrows the bound: it stays in RocksDB only
+        table.cache = cache
         self.namespace_caches.append(cache)
         return cache
 

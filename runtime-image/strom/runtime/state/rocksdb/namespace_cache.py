@@ -33,11 +33,13 @@ class RocksDBNamespaceCache:
         self.max_entries = max_entries
         self.maps: dict[Any, dict[Any, Any]] = {}
         self.written: set[Any] = set()  # namespaces with entries in RocksDB (to delete when dropped)
-        self._load()
+        self.fits = self._load()
 
-    def _load(self) -> None:
-        """What RocksDB already holds of the state (a restore) into the dicts."""
+    def _load(self) -> bool:
+        """What RocksDB already holds of the state (a restore) into the dicts; False, and stop, past the bound
+        (the entries stay in RocksDB, where they are already)."""
         b = self.backend
+        loaded = 0
         for kg in b.key_group_range:
             prefix = rk.key_group_prefix(kg) + self.table.name_part
             for k, v in b.scan(prefix):
@@ -48,6 +50,10 @@ class RocksDBNamespaceCache:
                     m = self.maps[ns] = {}
                 m[rk.loads(key_raw)] = rk.loads(v)
                 self.written.add(ns)
+                loaded += 1
+                if loaded > self.max_entries:
+                    return False
+        return True
 
     # -- api.InMemoryNamespaces -----------------------------------------------------------------------
     def namespace_map(self, namespace: Any) -> dict[Any, Any]:
