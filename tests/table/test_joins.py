@@ -55,6 +55,7 @@ QUERIES = [
     ("SELECT x.u, y.name FROM o AS x INNER JOIN c AS y ON x.oid = y.cid AND x.amt > y.lim", None),
     ("SELECT u, name, amt FROM o LEFT JOIN c ON o.oid = c.cid AND o.amt < c.lim", None),
     ("SELECT u, name FROM o FULL JOIN c ON o.oid = c.cid AND c.lim > 5 WHERE u IS NOT NULL OR name <> 'z'", None),
+    ("SELECT o.u, c.name FROM o, c WHERE o.oid = c.cid AND o.amt > c.lim", None),
     ("SELECT name, COUNT(*) AS n, SUM(amt) FROM o RIGHT JOIN c ON o.oid = c.cid GROUP BY name", None),
     # an updating input (an aggregate) on each side of an outer join, and a three-way join
     ("SELECT k, n, name FROM (SELECT oid AS k, COUNT(*) AS n FROM o GROUP BY oid) t LEFT JOIN c ON t.k = c.cid",
@@ -181,8 +182,10 @@ def test_join_refusals() -> None:
         t_env.sql_query("SELECT * FROM o JOIN c ON o.oid = q.cid")
     with pytest.raises(ValidationException, match="cannot compare INT with STRING"):
         t_env.sql_query("SELECT * FROM o JOIN c ON o.oid = c.name")
-    with pytest.raises(NotSupportedYet, match="CROSS join without ON"):
-        t_env.sql_query("SELECT * FROM o, c WHERE o.oid = c.cid")
+    with pytest.raises(TableException, match="Cannot generate a valid execution plan"):
+        t_env.sql_query("SELECT * FROM o CROSS JOIN c")
+    with pytest.raises(NotSupportedYet, match="comma/CROSS joins of more than two tables"):
+        t_env.sql_query("SELECT * FROM o, c, c AS d WHERE o.oid = c.cid AND c.cid = d.cid")
     o = t_env.from_path("o")
     with pytest.raises(ValidationException, match=r"join relations with ambiguous names: \[oid, u, amt\]"):
         o.join(o, col("oid") == col("oid"))

@@ -23,7 +23,7 @@ from strom.datastream.stream_execution_environment import StreamExecutionEnviron
 from strom.table import connectors
 from strom.table.data_stream_conversion import data_stream_node
 from strom.table.errors import NotSupportedYet, ValidationException
-from strom.table.expressions import Expression, col
+from strom.table.expressions import Expression, col, lit
 from strom.table.planner import builder, correlate, join, over_agg, top_n, windowing
 from strom.table.planner.inline_values import values_node
 from strom.table.planner.plan import DataStreamScanNode, PlanNode, SourceNode
@@ -337,7 +337,11 @@ class TableEnvironment:
             scope = join.scope_of(parts.source_qualifier, source)
             for j in parts.joins:
                 right = self._scan(j.source) if isinstance(j.source, str) else self._plan_parts(j.source)
-                source, scope = join.plan_join(source, scope, right, j.qualifier, j.kind, j.on, self._final_only,
+                on = j.on
+                if on is None:  # FROM a, b WHERE ..: the WHERE is the join condition
+                    on, parts = parts.where if parts.where is not None else lit(True), dataclasses.replace(
+                        parts, where=None)
+                source, scope = join.plan_join(source, scope, right, j.qualifier, j.kind, on, self._final_only,
                                                self._state_ttl_ms())
             parts = join.resolve_parts(parts, scope)
         else:

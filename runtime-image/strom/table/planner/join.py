@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from strom.table.errors import TableException, ValidationException
+from strom.table.errors import NotSupportedYet, TableException, ValidationException
 from strom.table.expressions import Expression, col
-from strom.table.planner.plan import JoinNode, PlanNode
+from strom.table.planner.interval_join import bounds
+from strom.table.planner.plan import IntervalJoinNode, JoinNode, PlanNode
 from strom.table.planner.scalar import compile_scalar
 
 # qualifier -> {column name as written -> output column name}
@@ -81,7 +82,8 @@ def _conjuncts(e: Expression) -> list[Expression]:
 
 
 def plan_join(left: PlanNode, left_scope: Scope, right: PlanNode, right_qualifier: str, kind: str,
-              on: Expression, final_only: bool, state_ttl_ms: int = 0) -> tuple[JoinNode, Scope]:
+              on: Expression, final_only: bool, state_ttl_ms: int = 0
+              ) -> tuple[JoinNode | IntervalJoinNode, Scope]:
     right_names = _output_names(left.names(), right.names())
     if right_qualifier in left_scope:
         raise ValidationException(f"table name {right_qualifier!r} appears twice in the join; alias one (AS q)")
@@ -119,9 +121,26 @@ def plan_join(left: PlanNode, left_scope: Scope, right: PlanNode, right_qualifie
             "Cannot generate a valid execution plan for the given query: a regular join needs an equality "
             f"between columns of its two inputs (an equi-join); got ON {condition.sql()}. This exception "
             "indicates that the query uses an unsupported SQL feature.")
-    rest = residual[0] if residual else None
-    for r in residual[1:]:
-        rest = rest & r
+    interval = None if final_only else bounds(residual, columns, n_left)
+    if interval is not None:
+        if kind != "INNER":
+            raise NotSupportedYet(f"{kind} OUTER interval joins (time-bounded outer joins); only inner ones")
+        for side, node_ in (("left", left), ("right", right)):
+            if node_.updating:
+                raise ValidationException(f"IntervalJoin doesn't support consuming update changes which is "
+                                          f"produced by its {side} input")
+        return IntervalJoinNode(columns, left=left, right=right, left_keys=left_keys, right_keys=right_keys,
+                                lower=interval.lower, upper=interval.upper,
+                                condition=_and_all(interval.residual)), scope
+    # a regular join's output has no time attributes (its rows are not ordered by either input's time)
+    columns = [(n, t.plain()) for n, t in columns]
     node = JoinNode(columns, left=left, right=right, kind=kind, left_keys=left_keys, right_keys=right_keys,
-                    condition=rest, final_only=final_only, state_ttl_ms=state_ttl_ms)
+                    condition=_and_all(residual), final_only=final_only, state_ttl_ms=state_ttl_ms)
     return node, scope
+
+
+def _and_all(conjuncts: list[Expression]) -> Expression | None:
+    out = conjuncts[0] if conjuncts else None
+    for c in conjuncts[1:]:
+        out = out & c
+    return out

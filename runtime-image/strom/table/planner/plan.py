@@ -358,3 +358,35 @@ class JoinNode(PlanNode):
                                                                              strict=True))
         where = f" AND {self.condition.sql()}" if self.condition is not None else ""
         return f"Join(joinType=[{self.kind}], where=[{keys}{where}], select=[{', '.join(names)}])"
+
+
+@dataclass(eq=False)
+class IntervalJoinNode(PlanNode):
+    """An inner join bounded in event time (Flink's IntervalJoin): left.ts - right.ts in [lower, upper] ms
+    on rowtime attributes, equality keys, insert-only inputs and output; both time attributes kept."""
+
+    left: PlanNode | None = None
+    right: PlanNode | None = None
+    left_keys: list[int] = field(default_factory=list)
+    right_keys: list[int] = field(default_factory=list)
+    lower: int = 0
+    upper: int = 0
+    condition: Expression | None = None
+
+    @property
+    def inputs(self) -> list[PlanNode]:
+        assert self.left is not None and self.right is not None
+        return [self.left, self.right]
+
+    @property
+    def updating(self) -> bool:
+        return False
+
+    def describe(self) -> str:
+        names = self.names()
+        n_left = len(self.left.columns) if self.left is not None else 0
+        keys = ", ".join(f"{names[a]} = {names[n_left + b]}" for a, b in zip(self.left_keys, self.right_keys,
+                                                                             strict=True))
+        where = f" AND {self.condition.sql()}" if self.condition is not None else ""
+        return (f"IntervalJoin(joinType=[InnerJoin], windowBounds=[leftLowerBound={self.lower}, "
+                f"leftUpperBound={self.upper}], where=[{keys}{where}], select=[{', '.join(names)}])")

@@ -25,12 +25,14 @@ from strom.table.planner.event_time import (
     window_assigner,
 )
 from strom.table.planner.group_agg import GlobalGroupMarker, GroupAggFunction
+from strom.table.planner.interval_join import IntervalJoinFunction
 from strom.table.planner.over_agg import OverAggFunction
 from strom.table.planner.plan import (
     CalcNode,
     CorrelateNode,
     DataStreamScanNode,
     GroupAggregateNode,
+    IntervalJoinNode,
     JoinNode,
     OverAggregateNode,
     PlanNode,
@@ -86,6 +88,9 @@ def _translate(node: PlanNode, env: Any, memo: dict[str, DataStream]) -> DataStr
         assert node.input is not None and node.window is not None
         fn = WindowTableFunction(node.window, node.time_column, node.names())
         return translate(node.input, env, memo).flat_map(fn).name(node.describe()).uid(node.uid("window-tvf"))
+    if isinstance(node, IntervalJoinNode):
+        assert node.left is not None and node.right is not None
+        return _interval_join(node, translate(node.left, env, memo), translate(node.right, env, memo))
     if isinstance(node, JoinNode):
         assert node.left is not None and node.right is not None
         return _join(node, translate(node.left, env, memo), translate(node.right, env, memo))
@@ -249,6 +254,18 @@ def _join(node: JoinNode, left: DataStream, right: DataStream) -> DataStream:
                                for a, b in zip(node.left_keys, node.right_keys, strict=True))]
     connected = left.connect(right).key_by(_JoinKey(node.left_keys, as_float), _JoinKey(node.right_keys, as_float))
     return connected.process(StreamingJoinFunction(node)).name(node.describe()).uid(node.uid("join"))
+
+
+def _interval_join(node: IntervalJoinNode, left: DataStream, right: DataStream) -> DataStream:
+    """The DataStream interval join bounds right.ts - left.ts; the plan bounds left.ts - right.ts."""
+    assert node.left is not None and node.right is not None
+    as_float = [lt.root != rt.root and (lt.root in ("DOUBLE", "FLOAT") or rt.root in ("DOUBLE", "FLOAT"))
+                for lt, rt in ((node.left.columns[a][1], node.right.columns[b][1])
+                               for a, b in zip(node.left_keys, node.right_keys, strict=True))]
+    keyed_left = left.key_by(_JoinKey(node.left_keys, as_float))
+    keyed_right = right.key_by(_JoinKey(node.right_keys, as_float))
+    joined = keyed_left.interval_join(keyed_right).between(-node.upper, -node.lower)
+    return joined.process(IntervalJoinFunction(node)).name(node.describe()).uid(node.uid("interval-join"))
 
 
 def _rank(node: RankNode, ds: DataStream) -> DataStream:

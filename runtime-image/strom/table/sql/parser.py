@@ -307,7 +307,7 @@ class JoinParts:
     source: Any  # a table name or nested SelectParts/UnionParts/ValuesParts
     qualifier: str
     kind: str  # INNER, LEFT, RIGHT, FULL
-    on: Expression
+    on: Expression | None  # None: `FROM a, b WHERE ..` (the WHERE is the join's condition, as Flink pushes it)
 
 
 @dataclass
@@ -441,9 +441,10 @@ def _joins(joins: list[exp.Join], qualifiers: set[str], functions: dict[str, Any
         kind = str(join.args.get("kind") or "").upper()
         if join.args.get("using"):
             raise NotSupportedYet("JOIN .. USING (write ON a.k = b.k)")
-        if kind in ("CROSS", "SEMI", "ANTI") or join.args.get("on") is None:
-            raise NotSupportedYet(f"{kind or 'comma'} join without ON (a regular join needs ON with an equality "
-                                  "between the two inputs)")
+        if kind in ("SEMI", "ANTI") or (join.args.get("on") is None and (side or kind not in ("", "CROSS"))):
+            raise NotSupportedYet(f"{side or kind} JOIN without ON")
+        if join.args.get("on") is None and len(joins) > 1:
+            raise NotSupportedYet("comma/CROSS joins of more than two tables (write JOIN .. ON)")
         if isinstance(right, exp.Table):
             source: Any = _table_name(right)
             if source in WINDOW_TVFS:
@@ -459,7 +460,8 @@ def _joins(joins: list[exp.Join], qualifiers: set[str], functions: dict[str, Any
         else:
             raise NotSupportedYet(f"JOIN {right.sql(DIALECT)}")
         qualifiers.add(qualifier)
-        on = _Translator(qualifiers, functions, qualified=True).expr(join.args["on"])
+        on_node = join.args.get("on")
+        on = _Translator(qualifiers, functions, qualified=True).expr(on_node) if on_node is not None else None
         out.append(JoinParts(source, qualifier, _JOIN_KINDS[side], on))
     return out
 
