@@ -37,6 +37,7 @@ def _row_type(cols):
 def _env(streaming: bool, t_env: TableEnvironment | None = None) -> TableEnvironment:
     t_env = t_env or TableEnvironment.create(EnvironmentSettings.in_streaming_mode() if streaming
                                              else EnvironmentSettings.in_batch_mode())
+    t_env.get_config().set("parallelism.default", "2")  # join keys spread over two subtasks
     t_env.create_temporary_view("o", t_env.from_elements(ORDERS, _row_type(O_COLS)))
     t_env.create_temporary_view("c", t_env.from_elements(CUSTOMERS, _row_type(C_COLS)))
     return t_env

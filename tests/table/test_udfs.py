@@ -193,3 +193,44 @@ def test_a_udf_registered_by_name_shadows_nothing_until_registered_and_can_be_dr
     with pytest.raises(NotSupportedYet, match="function TAG"):
         t_env.sql_query("SELECT tag(s) FROM t")
     assert isinstance(TableException("x"), Exception)
+
+
+class IntSum(AggregateFunction):
+    def create_accumulator(self):
+        return [0]
+
+    def accumulate(self, acc, v):
+        acc[0] += v
+
+    def get_value(self, acc):
+        return acc[0]
+
+
+def test_python_aggregate_in_a_window_aggregation_matches_duckdb():
+    from .test_windows_vs_duckdb import _ON_TIME, _TUMBLE, _duckdb, _final_rows, _t_env
+
+    t_env = _t_env()
+    t_env.create_temporary_function("mysum", udaf(IntSum(), result_type=DataTypes.INT()))
+    got = _final_rows(t_env.execute_sql(
+        "SELECT item, window_start, window_end, mysum(price) FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), "
+        "INTERVAL '10' SECOND)) GROUP BY item, window_start, window_end"))
+    assert got == _duckdb(f"SELECT item, ws, we, SUM(price) FROM bids, {_TUMBLE} WHERE {_ON_TIME} "
+                          "GROUP BY item, ws, we")
+
+
+def test_create_function_language_python_imports_the_function():
+    t_env = _env()
+    t_env.execute_sql("CREATE TEMPORARY SYSTEM FUNCTION tt AS 'tests.table.test_udfs.times_ten_plus' LANGUAGE PYTHON")
+    t_env.execute_sql("CREATE FUNCTION IF NOT EXISTS tt AS 'tests.table.nope.f' LANGUAGE PYTHON")  # exists: skipped
+    table, _ = _result(t_env.execute_sql("SELECT k, tt(v, w) FROM t"))
+    assert table == _duck("SELECT k, v * 10 + w FROM t")
+    t_env.execute_sql("DROP TEMPORARY SYSTEM FUNCTION tt")
+    with pytest.raises(NotSupportedYet, match="function TT"):
+        t_env.sql_query("SELECT tt(v, w) FROM t")
+    with pytest.raises(ValidationException, match="cannot import module 'tests.table.nope'"):
+        t_env.execute_sql("CREATE FUNCTION f2 AS 'tests.table.nope.f' LANGUAGE PYTHON")
+    with pytest.raises(NotSupportedYet, match="LANGUAGE JAVA"):
+        t_env.execute_sql("CREATE FUNCTION f3 AS 'com.example.Upper'")
+    with pytest.raises(ValidationException, match="function 'f4' does not exist"):
+        t_env.execute_sql("DROP FUNCTION f4")
+    t_env.execute_sql("DROP FUNCTION IF EXISTS f4")

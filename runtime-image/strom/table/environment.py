@@ -35,7 +35,7 @@ from strom.table.sql.flink_syntax import WindowTVF
 from strom.table.table import Table
 from strom.table.table_result import ResultKind, TableResult
 from strom.table.types import DataType, DataTypes, check_value, type_of_value
-from strom.table.udf import UserDefinedFunctionWrapper, as_function
+from strom.table.udf import UserDefinedFunctionWrapper, as_function, import_function
 
 
 class EnvironmentSettings:
@@ -251,6 +251,14 @@ class TableEnvironment:
                                  s.watermark)
             table_node(table)  # validates computed columns and the watermark now, as Flink does at CREATE
             self._catalog.register(table, if_not_exists=s.if_not_exists)
+            return _ok()
+        if isinstance(s, sqlp.CreateFunction):
+            if not (s.if_not_exists and s.name.split(".")[-1].lower() in self._functions):
+                self.create_temporary_function(s.name, import_function(s.path, s.name))
+            return _ok()
+        if isinstance(s, sqlp.DropFunction):
+            if not self.drop_temporary_function(s.name) and not s.if_exists:
+                raise ValidationException(f"function {s.name!r} does not exist (DROP FUNCTION IF EXISTS skips it)")
             return _ok()
         if isinstance(s, sqlp.CreateView):
             node = self._plan_query(s.query)

@@ -10,6 +10,7 @@ the task with the function's name and the file and line that raised, the user's 
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import traceback
 from collections.abc import Callable, Iterable
@@ -261,3 +262,18 @@ def as_function(name: str, f: Any) -> UserDefinedFunctionWrapper:
         return UserDefinedFunctionWrapper(f._func, f._kind, name, f._result_types, f._result_names)
     raise ValidationException(f"function {name!r}: expected a function made by udf/udtf/udaf (e.g. "
                               f"udf(f, result_type=DataTypes.BIGINT())), got {type(f).__name__}")
+
+
+def import_function(path: str, name: str) -> Any:
+    """CREATE FUNCTION name AS 'package.module.attr' LANGUAGE PYTHON: the object at `path`."""
+    module_name, _, attr = path.rpartition(".")
+    if not module_name:
+        raise ValidationException(f"CREATE FUNCTION {name}: {path!r} should be 'module.function'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ValidationException(f"CREATE FUNCTION {name}: cannot import module {module_name!r} ({e}); ship it "
+                                  "with python.files or install it") from None
+    if not hasattr(module, attr):
+        raise ValidationException(f"CREATE FUNCTION {name}: module {module_name!r} has no attribute {attr!r}")
+    return getattr(module, attr)

@@ -78,7 +78,23 @@ class Explain:
     query: exp.Expression
 
 
-Statement = CreateTable | CreateView | Drop | Insert | Query | Show | Describe | Explain
+@dataclass
+class CreateFunction:
+    """`CREATE [TEMPORARY [SYSTEM]] FUNCTION [IF NOT EXISTS] name AS 'module.attr' LANGUAGE PYTHON`."""
+
+    name: str
+    path: str  # the Python object: a function made by udf/udtf/udaf, as PyFlink imports it
+    if_not_exists: bool
+
+
+@dataclass
+class DropFunction:
+    name: str
+    if_exists: bool
+
+
+Statement = (CreateTable | CreateView | Drop | Insert | Query | Show | Describe | Explain | CreateFunction
+             | DropFunction)
 
 _UNSUPPORTED_LEADS = [
     (r"SHOW\s+(FUNCTIONS|USER\s+FUNCTIONS)", "SHOW FUNCTIONS"),
@@ -91,7 +107,6 @@ _UNSUPPORTED_LEADS = [
     (r"BEGIN\s+STATEMENT\s+SET", "BEGIN STATEMENT SET"),
     (r"EXECUTE\b", "EXECUTE STATEMENT SET"),
     (r"ALTER\b", "ALTER"),
-    (r"CREATE\s+(TEMPORARY\s+)?(SYSTEM\s+)?FUNCTION", "CREATE FUNCTION (Python UDFs)"),
     (r"CREATE\s+CATALOG", "CREATE CATALOG"),
     (r"CREATE\s+DATABASE", "CREATE DATABASE"),
     (r"LOAD\s+MODULE|UNLOAD\s+MODULE", "modules"),
@@ -119,6 +134,9 @@ def parse_statement(sql: str) -> Statement:
         if not isinstance(inner, Query):
             raise NotSupportedYet("EXPLAIN of statements other than queries")
         return Explain(inner.query)
+    function = _function_statement(text)
+    if function is not None:
+        return function
     for pattern, feature in _UNSUPPORTED_LEADS:
         if re.match(pattern, text, re.IGNORECASE):
             raise NotSupportedYet(feature)
@@ -147,6 +165,30 @@ def parse_statement(sql: str) -> Statement:
     if isinstance(tree, exp.Command):
         raise NotSupportedYet(f"{tree.name.upper()} statements")
     raise NotSupportedYet(f"{type(tree).__name__.upper()} statements")
+
+
+_CREATE_FUNCTION = re.compile(
+    r"CREATE\s+(?:TEMPORARY\s+)?(?:SYSTEM\s+)?FUNCTION\s+(IF\s+NOT\s+EXISTS\s+)?([\w.`]+)\s+AS\s+'([^']*)'"
+    r"(?:\s+LANGUAGE\s+(\w+))?$", re.IGNORECASE | re.DOTALL)
+_DROP_FUNCTION = re.compile(r"DROP\s+(?:TEMPORARY\s+)?(?:SYSTEM\s+)?FUNCTION\s+(IF\s+EXISTS\s+)?([\w.`]+)$",
+                            re.IGNORECASE)
+
+
+def _function_statement(text: str) -> CreateFunction | DropFunction | None:
+    m = _DROP_FUNCTION.match(text)
+    if m:
+        return DropFunction(m.group(2).replace("`", ""), bool(m.group(1)))
+    if not re.match(r"CREATE\s+(TEMPORARY\s+)?(SYSTEM\s+)?FUNCTION\b", text, re.IGNORECASE):
+        return None
+    m = _CREATE_FUNCTION.match(text)
+    if m is None:
+        raise SqlParserException("CREATE FUNCTION: expected CREATE [TEMPORARY [SYSTEM]] FUNCTION [IF NOT EXISTS] "
+                                 "name AS 'module.function' LANGUAGE PYTHON")
+    language = (m.group(4) or "JAVA").upper()
+    if language != "PYTHON":
+        raise NotSupportedYet(f"CREATE FUNCTION .. LANGUAGE {language} (only LANGUAGE PYTHON; Flink's default is "
+                              "JAVA)")
+    return CreateFunction(m.group(2).replace("`", ""), m.group(3), bool(m.group(1)))
 
 
 def parse_query(sql: str) -> exp.Expression:
