@@ -5,7 +5,8 @@ watermark), CREATE TABLE with the datagen/print/blackhole connectors, computed c
 PROCTIME(), views, projection, WHERE, scalar functions, GROUP BY with COUNT/SUM/MIN/MAX/AVG (and DISTINCT)
 and HAVING as changelogs (+I/-U/+U/-D), window TVFs (TUMBLE/HOP/CUMULATE) and group windows (GROUP BY
 TUMBLE/HOP, Table.window(Tumble/Slide)) on the DataStream window operator, OVER aggregations, Top-N,
-deduplication and ORDER BY/LIMIT, Python UDFs (udf.py: scalar, table functions in LATERAL TABLE /
+deduplication and ORDER BY/LIMIT, regular joins (planner/join.py, streaming_join.py) and interval joins
+(planner/interval_join.py), Python UDFs (udf.py: scalar, table functions in LATERAL TABLE /
 join_lateral via planner/correlate.py, aggregate functions in GROUP BY and windows), all compiled onto
 DataStream operators. Everything else raises
 "not supported yet: ...".
