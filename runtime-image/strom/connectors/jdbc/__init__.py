@@ -1,4 +1,12 @@
-"""JDBC connector: PostgreSQL through psycopg (issue 21). See `sink` for the DataStream sink."""
+"""JDBC connector: PostgreSQL through psycopg (issue 21). `JdbcSink` is the DataStream sink.
+
+    options.py          PyFlink's builders: connection, execution (batching, retries), exactly-once options
+    urls.py             JDBC URLs and `?` statements in PostgreSQL's terms: pure translations, no I/O
+    connections.py      opening psycopg connections (imported only when a task opens its sink), one-line errors
+    batching_writer.py  at-least-once: rows written in batches, one transaction each, retried on a new connection
+    exactly_once.py     exactly-once: PostgreSQL's two-phase commit (PREPARE TRANSACTION) under Flink's protocol
+    sink.py             `JdbcSink.sink` / `JdbcSink.exactly_once_sink`: picks one of the two writers
+"""
 
 from strom.connectors.jdbc.options import (
     JdbcConnectionOptions,

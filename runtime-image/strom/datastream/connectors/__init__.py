@@ -1,4 +1,15 @@
-"""Sources and sinks for DataStream programs (`pyflink.datastream.connectors`)."""
+"""Sources and sinks for DataStream programs (`pyflink.datastream.connectors`).
+
+Each module re-exports the implementation in `strom.connectors` under PyFlink's module path:
+
+    base.py                 Source / Sink base classes and DeliveryGuarantee
+    number_seq.py           NumberSequenceSource (connectors/number_sequence.py)
+    datagen.py              DataGeneratorSource (connectors/datagen.py)
+    file_system.py          FileSource, FileSink and their policies (connectors/file*.py)
+    streaming_file_sink.py  `StreamingFileSink`: the deprecated name, over FileSink
+    kafka.py                KafkaSource, KafkaSink (connectors/kafka/); needs the `kafka` extra to run
+    jdbc.py                 JdbcSink for PostgreSQL (connectors/jdbc/)
+"""
 
 from strom.datastream.connectors.base import DeliveryGuarantee, Sink, Source
 from strom.datastream.connectors.datagen import DataGeneratorSource

@@ -1,8 +1,13 @@
 """Metrics: metric groups for user functions, task I/O metrics, the registry, Prometheus export.
 
-`groups` has what user functions register (get_metrics_group()); `task_metrics` measures a
-subtask under Flink's names; `registry` collects one process's metrics into picklable
-`snapshots`; `prometheus` serves snapshots under Flink's Prometheus names.
+    groups.py        metric groups and the metric types user functions register (get_metrics_group())
+    task_metrics.py  a subtask's I/O metrics under Flink's names, read from the running task on demand
+    registry.py      one process's metric registry, read out as one snapshot
+    snapshots.py     picklable snapshots that travel slot worker -> TaskManager -> JobManager
+    prometheus.py    the Prometheus exporter: snapshots under Flink's Prometheus names, over HTTP
+    uptime.py        Flink's `uptime` job gauge as a pure function of job state and clock
+
+strom.metrics re-exports `groups` under PyFlink's module path.
 """
 
 from strom.runtime.metrics.groups import (

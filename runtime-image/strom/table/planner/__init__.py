@@ -1,3 +1,29 @@
-"""The planner: logical plans (plan.py) from the Table API and SQL, scalar expressions compiled to Python
-functions (scalar.py), group aggregation (group_agg.py), and translation onto DataStream operators
-(translate.py)."""
+"""The planner: Table API and SQL -> logical plans -> DataStream operators.
+
+Plans:
+
+    plan.py           logical plan nodes shared by the Table API and SQL (columns, changelog or insert-only)
+    builder.py        build plan nodes from expressions: the one place the Table API and SQL meet
+    column_ops.py     add/replace/rename/drop columns as one projection each (pure)
+    inline_values.py  SQL `VALUES (..), (..)` as a Values source
+    join.py           regular joins: name resolution, equality keys and residual condition
+    interval_join.py  interval joins (rowtime bounds between inputs) on the DataStream interval join
+    correlate.py      table functions in FROM (LATERAL TABLE, join_lateral)
+    windowing.py      time attributes, window TVFs and legacy group windows onto window aggregation
+    over_agg.py       OVER aggregations: planning and their keyed function
+    top_n.py          Top-N, deduplication and ORDER BY/LIMIT onto RankNode
+
+Expressions and values:
+
+    scalar.py         a scalar Expression compiled to (function over a row tuple, result DataType)
+    values.py         how SQL values print (Flink's CAST(... AS STRING) rules)
+    rows.py           result rows built without Row's keyword path
+
+Translation and the functions it runs:
+
+    translate.py      plans onto DataStream operators; uids derive from the plan digest
+    group_agg.py      group aggregation (GroupAggFunction): accumulators in ValueState, a changelog out
+    streaming_join.py the regular join's runtime (StreamingJoinOperator): both sides in MapState
+    rank.py           Top-N and deduplication functions
+    event_time.py     SQL watermarks, window assigners of the TVFs, window aggregation functions
+"""
