@@ -56,5 +56,6 @@ def create_keyed_state_backend(
             local_dir=settings.local_dir or None,
             incremental=settings.incremental,
             namespace_cache_entries=settings.namespace_cache_entries,
+            tuning=settings.tuning,
         )
     raise ConfigError(f"invalid value {raw!r} for '{opts.STATE_BACKEND.key}': expected hashmap or rocksdb")

@@ -33,6 +33,7 @@ from strom.runtime.state.rocksdb import snapshots as rocksdb_snapshots
 from strom.runtime.state.rocksdb import states as rs
 from strom.runtime.state.rocksdb.db import open_db
 from strom.runtime.state.rocksdb.namespace_cache import RocksDBNamespaceCache
+from strom.runtime.state.rocksdb.options import RocksDBTuning
 
 DB_DIR = "db"
 # TTL cleanup runs when this many entries are owed: one iterator per batch, not per access
@@ -83,6 +84,7 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
         local_dir: str | None = None,
         incremental: bool = False,
         namespace_cache_entries: int = 0,
+        tuning: RocksDBTuning | None = None,
     ) -> None:
         super().__init__(
             max_parallelism=max_parallelism,
@@ -100,7 +102,8 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
         self.workdir = tempfile.mkdtemp(prefix="strom-rocksdb-", dir=local_dir or None)
         self._cleanup = weakref.finalize(self, shutil.rmtree, self.workdir, True)
         self.db_path = os.path.join(self.workdir, DB_DIR)
-        self.db: Rdict = open_db(self.db_path)
+        self.tuning = tuning or RocksDBTuning()
+        self.db: Rdict = open_db(self.db_path, self.tuning)
         # the current key's encoded parts, recomputed when `current_key` is another object
         self._cached_key: Any = object()
         self.kg_bytes = b""
@@ -281,7 +284,7 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
         del self.db
         shutil.rmtree(self.db_path, ignore_errors=True)
         prepare(self.db_path)
-        self.db = open_db(self.db_path)
+        self.db = open_db(self.db_path, self.tuning)
 
     def close(self) -> None:
         """Close the database and remove the working directory (idempotent)."""

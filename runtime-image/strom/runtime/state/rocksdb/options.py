@@ -1,5 +1,10 @@
 """Configuration of the RocksDB state backend, with Flink's keys and defaults.
 
+RocksDB's own tuning (block cache, block size, write buffers, predefined options) follows Flink's
+`state.backend.rocksdb.*` keys; as in Flink, an option set explicitly overrides the predefined
+profile's value. Flink's default `state.backend.rocksdb.memory.managed` (memory from the
+TaskManager's managed memory) has no counterpart: the sizes here are per subtask's database.
+
 Registered in the option registry at import; a configuration built earlier keeps `state.*`
 values unparsed (the registry passes that namespace through), so they are parsed on reading.
 """
@@ -41,11 +46,102 @@ NAMESPACE_CACHE_ENTRIES = option(
 )
 
 
+BLOCK_CACHE_SIZE = option(
+    "state.backend.rocksdb.block.cache-size",
+    "memory",
+    8 * 1024 * 1024,
+    "RocksDB: size of the block cache (uncompressed blocks read from SST files) of each subtask's database.",
+    minimum=0,
+)
+BLOCK_SIZE = option(
+    "state.backend.rocksdb.block.blocksize",
+    "memory",
+    4 * 1024,
+    "RocksDB: approximate size of a data block in SST files (larger: fewer index entries, coarser reads).",
+    minimum=1,
+)
+WRITE_BUFFER_SIZE = option(
+    "state.backend.rocksdb.writebuffer.size",
+    "memory",
+    64 * 1024 * 1024,
+    "RocksDB: size of a memtable before it is flushed to an SST file.",
+    minimum=1,
+)
+WRITE_BUFFER_COUNT = option(
+    "state.backend.rocksdb.writebuffer.count",
+    "int",
+    2,
+    "RocksDB: most memtables in memory at once (the active one and those waiting to be flushed).",
+    minimum=1,
+)
+PREDEFINED_OPTIONS = option(
+    "state.backend.rocksdb.predefined-options",
+    "enum",
+    "DEFAULT",
+    "RocksDB: a profile of options, as Flink's PredefinedOptions: DEFAULT, SPINNING_DISK_OPTIMIZED, "
+    "SPINNING_DISK_OPTIMIZED_HIGH_MEM or FLASH_SSD_OPTIMIZED; explicitly set options override the profile's.",
+    allowed=("DEFAULT", "SPINNING_DISK_OPTIMIZED", "SPINNING_DISK_OPTIMIZED_HIGH_MEM", "FLASH_SSD_OPTIMIZED"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RocksDBTuning:
+    """RocksDB's own options for a subtask's database (Flink's defaults unless configured)."""
+
+    block_cache_size: int = BLOCK_CACHE_SIZE.default
+    block_size: int = BLOCK_SIZE.default
+    write_buffer_size: int = WRITE_BUFFER_SIZE.default
+    write_buffer_count: int = WRITE_BUFFER_COUNT.default
+    bloom_filter: bool = False
+    background_threads: int = 0  # 0: RocksDB's default
+    max_open_files: int = 0  # 0: RocksDB's default; -1: keep every file open
+
+
+# what each predefined profile sets (a subset of Flink's PredefinedOptions that rocksdict exposes)
+_PROFILES: dict[str, dict[str, Any]] = {
+    "DEFAULT": {},
+    "SPINNING_DISK_OPTIMIZED": {"background_threads": 4, "max_open_files": -1},
+    "FLASH_SSD_OPTIMIZED": {"background_threads": 4, "max_open_files": -1},
+    "SPINNING_DISK_OPTIMIZED_HIGH_MEM": {
+        "background_threads": 4,
+        "max_open_files": -1,
+        "block_cache_size": 256 * 1024 * 1024,
+        "block_size": 128 * 1024,
+        "write_buffer_count": 4,
+        "bloom_filter": True,
+    },
+}
+_EXPLICIT = {
+    "block_cache_size": BLOCK_CACHE_SIZE,
+    "block_size": BLOCK_SIZE,
+    "write_buffer_size": WRITE_BUFFER_SIZE,
+    "write_buffer_count": WRITE_BUFFER_COUNT,
+}
+
+
+def _is_set(config: Any, key: str) -> bool:
+    """Configured explicitly (a Configuration answers every registered key with its default)."""
+    if config is None:
+        return False
+    contains = getattr(config, "contains_key", None)
+    return bool(contains(key)) if contains is not None else config.get(key) is not None
+
+
+def rocksdb_tuning(config: Any) -> RocksDBTuning:
+    """The predefined profile, then every explicitly configured option over it."""
+    values: dict[str, Any] = dict(_PROFILES[str(read_option(config, PREDEFINED_OPTIONS))])
+    for field, opt in _EXPLICIT.items():
+        if _is_set(config, opt.key):
+            values[field] = int(read_option(config, opt))
+    return RocksDBTuning(**values)
+
+
 @dataclass(frozen=True, slots=True)
 class RocksDBSettings:
     incremental: bool
     local_dir: str
     namespace_cache_entries: int = NAMESPACE_CACHE_ENTRIES.default
+    tuning: RocksDBTuning = RocksDBTuning()
 
 
 def read_option(config: Any, opt: ConfigOption[Any]) -> Any:
@@ -63,4 +159,5 @@ def rocksdb_settings(config: Any) -> RocksDBSettings:
         bool(read_option(config, INCREMENTAL)),
         str(read_option(config, LOCAL_DIR)),
         int(read_option(config, NAMESPACE_CACHE_ENTRIES)),
+        rocksdb_tuning(config),
     )
