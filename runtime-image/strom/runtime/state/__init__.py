@@ -19,6 +19,7 @@ or uses only it.
 
 Rules (import-linter checks the first): `heap` and `rocksdb` never import each other; they import
 only the modules above them in this list. Operators reach state through `api` (and `backends` to
-create one); the heap-only speed-ups (the aligned-window fast path, the rolling reduce) use a
-state's live dicts through `api.InMemoryNamespaces`, never a backend's internals.
+create one); the in-memory speed-ups (the aligned-window fast path, the rolling reduce) use a
+state's live dicts through `api.InMemoryNamespaces` (heap) or a bounded `api.NamespaceCache` in front
+of RocksDB (`api.CachingNamespaces`), never a backend's internals.
 """
