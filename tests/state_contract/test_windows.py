@@ -264,3 +264,28 @@ def test_rocksdb_fast_path_hands_panes_over_to_rocksdb_when_its_cache_is_full(
         assert fired == (expected if kind == "tumbling-reduce" else sorted(s for _, s in expected))
     finally:
         second.close()
+
+
+def test_processing_time_panes_fire_once_after_the_rocksdb_cache_hands_them_over(monkeypatch: pytest.MonkeyPatch):
+    """PHASE1 at 3 ms outgrows a 2-entry cache: the open panes of [0, 10) move to RocksDB with per-pane
+    processing-time timers; at 12 ms each fires once (the fast path's own timers no longer fire)."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    stream = (
+        env.from_collection(PHASE1)
+        .key_by(lambda r: r[0])
+        .window(TumblingProcessingTimeWindows.of(Duration.of_millis(10)))
+        .reduce(lambda a, b: (a[0], a[1], a[2] + b[2]))
+    )
+    small = {"state.backend.rocksdb.namespace-cache.max-entries": 2}
+    job = WindowJob(stream, 2, backend="rocksdb", fast=True, monkeypatch=monkeypatch, config=small)
+    try:
+        _advance_processing_time(job, 3)
+        job.send(PHASE1)
+        assert [op.fast for op in job.ops] == [None, None], "the cache did not overflow: nothing handed over"
+        _advance_processing_time(job, 12)
+        expected: dict[str, int] = {}
+        for k, _, amount in PHASE1:
+            expected[k] = expected.get(k, 0) + amount
+        assert sorted((r[0], r[2]) for r in job.out.records) == sorted(expected.items())
+    finally:
+        job.close()
