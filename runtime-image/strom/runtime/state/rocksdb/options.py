@@ -38,10 +38,11 @@ TIMER_SERVICE_FACTORY = option(
 NAMESPACE_CACHE_ENTRIES = option(
     "state.backend.rocksdb.namespace-cache.max-entries",
     "int",
-    100_000,
-    "RocksDB (Strom): entries of a window operator's open panes kept in memory in front of RocksDB and written "
-    "through at every checkpoint (aligned windows with an incremental function run at heap speed while they "
-    "fit); past the bound the operator goes on per record through RocksDB. 0 disables the cache.",
+    1_000_000,
+    "RocksDB (Strom): entries (open window panes, running values of a rolling reduce; roughly 100-200 bytes "
+    "each) an operator subtask keeps in memory in front of RocksDB, written through before every snapshot: "
+    "aligned windows with an incremental function and the rolling reduce run at heap speed while they fit; "
+    "past the bound the operator goes on per record through RocksDB for good. 0 disables the cache.",
     minimum=0,
 )
 
