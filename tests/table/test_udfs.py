@@ -234,3 +234,24 @@ def test_create_function_language_python_imports_the_function():
     with pytest.raises(ValidationException, match="function 'f4' does not exist"):
         t_env.execute_sql("DROP FUNCTION f4")
     t_env.execute_sql("DROP FUNCTION IF EXISTS f4")
+
+
+def test_table_map_and_flat_map_match_duckdb():
+    @udf(result_type=DataTypes.ROW([DataTypes.FIELD("k2", DataTypes.STRING()),
+                                    DataTypes.FIELD("vw", DataTypes.BIGINT())]))
+    def pair(k, v, w):
+        return (k + k, None if v is None else v * w)
+
+    t = _env().from_path("t")
+    mapped = t.map(pair(col("k"), col("v"), col("w"))).alias("kk", "p")
+    assert mapped.get_schema().get_field_names() == ["kk", "p"]
+    assert _result(mapped.execute())[0] == _duck("SELECT k || k, v * w FROM t")
+    single = t.map(times_ten_plus(col("v"), col("w")))
+    assert single.get_schema().get_field_names() == ["f0"]
+    assert _result(single.execute())[0] == _duck("SELECT v * 10 + w FROM t")
+    flat = t.flat_map(words(col("s")))
+    assert flat.get_schema().get_field_names() == ["f0", "f1"]
+    assert _result(flat.execute())[0] == _duck(
+        "SELECT x, length(x) FROM (SELECT unnest(string_split(s, ' ')) AS x FROM t) WHERE x <> ''")
+    with pytest.raises(ValidationException, match="Table.map takes a Python scalar function call"):
+        t.map(col("v") + 1)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from strom.table.errors import NotSupportedYet
-from strom.table.expressions import Expression
+from strom.table.errors import NotSupportedYet, ValidationException
+from strom.table.expressions import Expression, col
 from strom.table.planner import builder, column_ops, correlate, join, top_n, windowing
 from strom.table.planner.plan import PlanNode
 from strom.table.schema import TableSchema
@@ -110,8 +110,6 @@ class Table:
         return self._join(right, join_predicate, "FULL", "full_outer_join")
 
     def _join(self, right: Table, predicate: Expression | None, kind: str, method: str) -> Table:
-        from strom.table.errors import ValidationException
-
         if right._t_env is not self._t_env:
             raise ValidationException(f"Table.{method}: only tables from the same TableEnvironment can be joined")
         clash = [n for n in right._node.names() if n in self._node.names()]
@@ -125,6 +123,29 @@ class Table:
         node, _ = join.plan_join(self._node, join.scope_of(None, self._node), right._node, "#right", kind,
                                  condition, self._t_env._final_only, self._t_env._state_ttl_ms())
         return Table(self._t_env, node)
+
+    def map(self, func: Expression) -> Table:
+        """One row out per row in: a scalar function's result; a ROW result becomes its fields as columns
+        (`t.map(f(col('a'), col('b'))).alias('x', 'y')`), any other result one column `f0`."""
+        (call,) = _exprs((func,), "map", self._t_env)
+        call = call.args[0] if call.op == "alias" else call
+        if not (call.op == "call" and call.name == "udf"):
+            raise ValidationException(f"Table.map takes a Python scalar function call (udf), got {call.sql()}")
+        wrapper = call.value
+        rt = wrapper.result_type
+        if rt.root != "ROW":
+            return self.select(call.alias("f0"))
+        inner = builder.select(self._node, [call.alias("$row")], unnamed="_c")
+        fields = [Expression("call", "get_field", (col("$row"),), value=i).alias(name)
+                  for i, (name, _) in enumerate(rt.fields)]
+        return Table(self._t_env, builder.select(inner, fields, unnamed="_c"))
+
+    def flat_map(self, func: Expression) -> Table:
+        """Rows a table function yields per row, and only its columns (f0, f1, .. or the names of alias)."""
+        (call,) = _exprs((func,), "flat_map", self._t_env)
+        node = correlate.correlate(self._node, call, None, left_outer=False)
+        own = node.names()[len(self._node.columns):]
+        return Table(self._t_env, builder.select(node, [col(n) for n in own], unnamed="_c"))
 
     def union_all(self, right: Table) -> Table:
         return Table(self._t_env, builder.union_all([self._node, right._node]))
@@ -257,8 +278,6 @@ for _name, _feature in {
     "intersect": "INTERSECT",
     "intersect_all": "INTERSECT ALL",
     "offset": "OFFSET",
-    "map": "user-defined scalar functions",
-    "flat_map": "user-defined table functions",
     "aggregate": "user-defined aggregate functions",
     "flat_aggregate": "table aggregate functions",
     "to_pandas": "pandas conversion",

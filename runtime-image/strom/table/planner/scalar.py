@@ -398,6 +398,15 @@ def _udaf_args(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn,
     return (lambda row: tuple(g(row) for g in fns)), DataType("RAW", False)
 
 
+def _get_field(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    """Field `value` (an index) of a ROW value (Table.map's result columns)."""
+    (a,) = fns
+    i = e.value
+    if types[0].root != "ROW" or not 0 <= i < len(types[0].fields):
+        raise ValidationException(f"{e.args[0].sql()} is {types[0]}, not a ROW with a field {i}")
+    return (lambda row: None if (x := a(row)) is None else x[i]), types[0].fields[i][1].nullable_()
+
+
 def _udtf_elsewhere(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
     raise ValidationException(f"table function {e.sql()} used as a scalar; call it in FROM with LATERAL TABLE(..) "
                               "or Table.join_lateral")
@@ -434,5 +443,6 @@ _CALLS: dict[str, Callable[[Expression, list[Fn], list[DataType]], tuple[Fn, Dat
     "udf": _udf,
     "udtf": _udtf_elsewhere,
     "udaf_args": _udaf_args,
+    "get_field": _get_field,
     "named_call": _unresolved,
 }
