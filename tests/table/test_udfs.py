@@ -255,3 +255,26 @@ def test_table_map_and_flat_map_match_duckdb():
         "SELECT x, length(x) FROM (SELECT unnest(string_split(s, ' ')) AS x FROM t) WHERE x <> ''")
     with pytest.raises(ValidationException, match="Table.map takes a Python scalar function call"):
         t.map(col("v") + 1)
+
+
+class MinMax(AggregateFunction):
+    def create_accumulator(self):
+        return [None, None]
+
+    def accumulate(self, acc, v):
+        if v is not None:
+            acc[0] = v if acc[0] is None else min(acc[0], v)
+            acc[1] = v if acc[1] is None else max(acc[1], v)
+
+    def get_value(self, acc):
+        return (acc[0], acc[1])
+
+
+def test_grouped_table_aggregate_with_a_row_result_matches_duckdb():
+    t = _env().from_path("t")
+    min_max = udaf(MinMax(), result_type=DataTypes.ROW([DataTypes.FIELD("lo", DataTypes.INT()),
+                                                        DataTypes.FIELD("hi", DataTypes.INT())]))
+    result = t.group_by(col("k")).aggregate(min_max(col("v")).alias("a", "b")).select(col("k"), col("b"), col("a"))
+    assert _result(result.execute())[0] == _duck("SELECT k, MAX(v), MIN(v) FROM t GROUP BY k")
+    with pytest.raises(ValidationException, match="takes a Python aggregate function call"):
+        t.group_by(col("k")).aggregate(col("v").sum)

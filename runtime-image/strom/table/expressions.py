@@ -144,7 +144,7 @@ class Expression:
 
     # -- PyFlink's expression methods ----------------------------------------------------------
     def alias(self, name: str, *extra_names: str) -> Expression:
-        if extra_names and self.op == "call" and self.name in ("udtf", "named_call"):  # a table function's columns
+        if extra_names and self.name in ("udtf", "udaf", "named_call"):  # a table/aggregate function's columns
             return Expression("alias", name, (self,), value=(name, *extra_names))
         if extra_names:
             from strom.table.errors import NotSupportedYet

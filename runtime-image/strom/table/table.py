@@ -255,11 +255,44 @@ class GroupedTable:
                                  t._t_env._final_only, "_c")
         return Table(t._t_env, node)
 
-    def aggregate(self, func: Any) -> Any:
-        raise NotSupportedYet("GroupedTable.aggregate (user-defined aggregate functions)")
+    def aggregate(self, func: Expression) -> AggregatedTable:
+        """A Python aggregate function per group; a ROW result becomes its fields (or the alias names):
+        `t.group_by(col('k')).aggregate(f(col('v')).alias('a', 'b')).select(col('k'), col('a'))`."""
+        t = self._table
+        (call,) = _exprs((func,), "aggregate", t._t_env)
+        names = list(call.value) if call.op == "alias" and isinstance(call.value, tuple) else (
+            [call.name] if call.op == "alias" else None)
+        call = call.args[0] if call.op == "alias" else call
+        if not (call.op == "agg" and call.name == "udaf"):
+            raise ValidationException(f"GroupedTable.aggregate takes a Python aggregate function call (udaf), "
+                                      f"got {call.sql()}")
+        rt = call.value.result_type
+        fields = [n for n, _ in rt.fields] if rt.root == "ROW" else ["f0"]
+        names = names or fields
+        if len(names) != len(fields):
+            raise ValidationException(f"aggregate function {call.value.name!r} returns {len(fields)} columns, "
+                                      f"got {len(names)} names")
+        keys = list(self._keys)
+        node = builder.aggregate(t._node, keys, [*keys, call.alias("$agg")], None, t._t_env._final_only, "_c")
+        key_cols = [col(n) for n in node.names()[:-1]]
+        if rt.root == "ROW":
+            values = [Expression("call", "get_field", (col("$agg"),), value=i).alias(n) for i, n in enumerate(names)]
+        else:
+            values = [col("$agg").alias(names[0])]
+        return AggregatedTable(Table(t._t_env, builder.select(node, [*key_cols, *values], unnamed="_c")))
 
     def flat_aggregate(self, func: Any) -> Any:
         raise NotSupportedYet("GroupedTable.flat_aggregate (table aggregate functions)")
+
+
+class AggregatedTable:
+    """GroupedTable.aggregate's result: select from the keys and the function's columns."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+
+    def select(self, *fields: Expression) -> Table:
+        return self._table.select(*fields)
 
 
 def _not_yet(name: str, feature: str):
