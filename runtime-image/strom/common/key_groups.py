@@ -75,18 +75,29 @@ def _key_bytes(key: Any) -> bytes:
     for base in _VALUE_TYPES:
         if isinstance(key, base):
             return _key_bytes(base(key))
+    if t is FrozenKey:
+        return _key_bytes(key.value)  # the same key group as the user's list, dict or set it wraps
     stable = getattr(key, "__stable_key__", None)
     if stable is not None:
         return b"o" + _key_bytes(stable())
     if t is frozenset:
         # iteration order (and so repr) follows the per-process salted hash of str elements: sort the encodings
         return b"F" + b"".join(e + b"\x00" for e in sorted(map(_key_bytes, key)))
+    # Lists, dicts and sets are keys by value, as in PyFlink (which pickles them); each has its own tag, so a
+    # list and the tuple of the same items are different keys, as they are in Python.
+    if isinstance(key, list):
+        return b"l" + b"".join(_key_bytes(k) + b"\x00" for k in key)
+    if isinstance(key, dict):
+        items = sorted(_key_bytes(k) + b"\x00" + _key_bytes(v) + b"\x00" for k, v in key.items())
+        return b"m" + b"".join(items)
+    if isinstance(key, (set, frozenset)):
+        return b"S" + b"".join(e + b"\x00" for e in sorted(map(_key_bytes, key)))
     try:
         hash(key)
     except TypeError as e:
         raise UnhashableKeyError(
             f"key {key!r} of type {t.__name__} is not hashable; a key selector must return a str, "
-            "int, float, bool, bytes, None, or a tuple/Row of those"
+            "int, float, bool, bytes, None, or a tuple/Row/list/dict/set of those"
         ) from e
     # A value type with no canonical encoding here (dataclass, enum, datetime, Decimal, UUID, ...): its repr
     # shows its value, the same in every process. Identity objects and address reprs have no such form.
@@ -106,6 +117,68 @@ def _key_bytes(key: Any) -> bytes:
             f"so its hash differs between processes; {_WHAT_TO_RETURN}"
         )
     return b"r" + t.__qualname__.encode() + b":" + text.encode()
+
+
+def _frozen_form(value: Any) -> Any:
+    """A hashable value equal for equal keys: lists, dicts and sets (also inside tuples) become tagged tuples
+    and frozensets; anything else is itself (hash() then refuses what has no hash at all)."""
+    if isinstance(value, list):
+        return (list, tuple(map(_frozen_form, value)))
+    if isinstance(value, dict):
+        return (dict, frozenset((_frozen_form(k), _frozen_form(v)) for k, v in value.items()))
+    if isinstance(value, set):
+        return (set, frozenset(map(_frozen_form, value)))
+    if isinstance(value, tuple):
+        return tuple(map(_frozen_form, value))
+    return value
+
+
+class FrozenKey:
+    """A key Python cannot hash (a list, dict or set, or a tuple holding one), keyed by its value.
+
+    Routing, keyed state and timers see this wrapper (value equality and hash); what the user sees
+    (ctx.get_current_key(), a window function's key) is `value`, the key as the selector returned it
+    (`user_key`). Its key group is the stable encoding of `value` (`_key_bytes`), the same in every process."""
+
+    __slots__ = ("value", "_frozen", "_hash")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self._frozen = _frozen_form(value)
+        self._hash = hash(self._frozen)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FrozenKey) and self._hash == other._hash and self._frozen == other._frozen
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"FrozenKey({self.value!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenKey, (self.value,))  # the frozen form is rebuilt, since it holds tag types by identity
+
+
+def freeze_key(key: Any) -> Any:
+    """`key` itself when Python can hash it, else a FrozenKey of it (or UnhashableKeyError)."""
+    try:
+        hash(key)
+        return key
+    except TypeError:
+        pass
+    try:
+        return FrozenKey(key)
+    except TypeError as e:
+        raise UnhashableKeyError(
+            f"key {key!r} of type {type(key).__name__} is not hashable; a key selector must return a str, "
+            "int, float, bool, bytes, None, or a tuple/Row/list/dict/set of those"
+        ) from e
+
+
+def user_key(key: Any) -> Any:
+    """The key as the user's key selector returned it (unwraps a FrozenKey)."""
+    return key.value if type(key) is FrozenKey else key
 
 
 def _holds_frozenset(value: Any) -> bool:
@@ -196,8 +269,12 @@ class KeyGroupAssigner:
         # hot path: called per record
         try:
             return self._cache[key]
-        except (KeyError, TypeError):  # a new key, or an unhashable one (stable_hash says so)
+        except KeyError:
             pass
+        except TypeError:  # a list, dict or set key: cached by value
+            key = self.freeze(key)
+            if key in self._cache:
+                return self._cache[key]
         try:
             kg = stable_hash(key) % self.max_parallelism
         except UnhashableKeyError as e:
@@ -209,3 +286,12 @@ class KeyGroupAssigner:
             cache.clear()
         cache[key] = kg
         return kg
+
+    def freeze(self, key: Any) -> Any:
+        """`freeze_key`, with a refusal naming `owner`."""
+        try:
+            return freeze_key(key)
+        except UnhashableKeyError as e:
+            if not self.owner:
+                raise
+            raise type(e)(f"{self.owner}: {e}") from None

@@ -103,7 +103,7 @@ class RecordWriter:
                 kb[ch] = []  # a hash writer's buffers always carry keys
             if timestamps is not None and tsb[ch] is None:
                 tsb[ch] = [None] * len(bufs[ch])
-        key_fn, channel_of, channel_for = self.key_fn, self._channel_of, self._channel_for
+        key_fn, channel_of, channel_for, freeze = self.key_fn, self._channel_of, self._channel_for, self.kg.freeze
         value_appends = [b.append for b in bufs]
         key_appends = [k.append for k in kb]  # type: ignore[union-attr]
         if timestamps is None:
@@ -112,7 +112,10 @@ class RecordWriter:
                 k = key_fn(v)
                 try:
                     ch = channel_of[k]
-                except (KeyError, TypeError):  # new key, or an unhashable one (channel_for says so)
+                except KeyError:
+                    ch = channel_for(k)
+                except TypeError:  # a list, dict or set key travels as a FrozenKey (keyed by value)
+                    k = freeze(k)
                     ch = channel_for(k)
                 value_appends[ch](v)
                 key_appends[ch](k)
@@ -124,7 +127,10 @@ class RecordWriter:
                 k = key_fn(v)
                 try:
                     ch = channel_of[k]
-                except (KeyError, TypeError):  # new key, or an unhashable one (channel_for says so)
+                except KeyError:
+                    ch = channel_for(k)
+                except TypeError:  # a list, dict or set key travels as a FrozenKey (keyed by value)
+                    k = freeze(k)
                     ch = channel_for(k)
                 value_appends[ch](v)
                 key_appends[ch](k)

@@ -8,12 +8,13 @@ timers fire before the watermark is forwarded.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from strom.common import config_options as opts
-from strom.common.key_groups import KeyGroupRange, describe_key_selector
+from strom.common.key_groups import KeyGroupRange, describe_key_selector, freeze_key
 from strom.common.time import MIN_WATERMARK
 from strom.datastream.functions import Function, RuntimeContext
 from strom.runtime.metrics import MetricGroup
@@ -249,6 +250,11 @@ class StreamOperator:
             return [None] * len(values)
         get_key = sel.get_key
         ks = [get_key(v) for v in values]
+        try:
+            deque(map(hash, ks), maxlen=0)  # C-level: every key hashable (the common case) costs no Python loop
+        except TypeError:  # a list, dict or set key: keyed by value as a FrozenKey
+            freeze = self.backend.key_groups.freeze if self.backend is not None else freeze_key
+            ks = [freeze(k) for k in ks]
         if not self._key_types_checked.issuperset(map(type, ks)):
             self._check_new_key_types(ks)
         return ks

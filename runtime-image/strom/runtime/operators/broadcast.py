@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from strom.common.key_groups import user_key
 from strom.runtime.operators.basic import ProcessOperator
 from strom.runtime.operators.contexts import ProcessContext
 from strom.runtime.state.api import StateAccessError
@@ -109,7 +110,7 @@ class BroadcastProcessOperator(ProcessOperator):
             # keys() is a copy, so the function may clear the state it visits
             for key in backend.keys(state_descriptor.name):
                 backend.current_key = key
-                function(key, state)
+                function(user_key(key), state)
         finally:
             backend.current_key = previous
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from strom.common.key_groups import user_key
 from strom.datastream.functions import TimeDomain, TimerService
 from strom.runtime.state.api import VOID
 
@@ -94,7 +95,7 @@ class ProcessContext:
 
     def get_current_key(self) -> Any:
         backend = self._op.backend
-        return backend.current_key if backend is not None else None
+        return user_key(backend.current_key) if backend is not None else None  # a list key as a list
 
     def output(self, output_tag: Any, value: Any) -> None:
         self._side.add(output_tag, value, self._timestamp)

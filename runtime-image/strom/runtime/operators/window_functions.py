@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from strom.common.key_groups import user_key
 from strom.runtime.operators.base import results_of
 from strom.runtime.operators.window_contexts import ProcessWindowContext
 
@@ -29,12 +30,12 @@ class WindowFunctionRunner:
         if kind is None:
             return elements
         if kind == "window":
-            return results_of(self.function.apply(key, window, elements))
+            return results_of(self.function.apply(user_key(key), window, elements))
         if kind == "all_window":
             return results_of(self.function.apply(window, elements))
         self.context.current_window = window
         if kind == "process":
-            return results_of(self.function.process(key, self.context, elements))
+            return results_of(self.function.process(user_key(key), self.context, elements))
         return results_of(self.function.process(self.context, elements))
 
     def clear(self, window: Any) -> None:
