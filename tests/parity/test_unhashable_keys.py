@@ -10,12 +10,19 @@ refuses an object compared by identity, even inside a list."""
 from __future__ import annotations
 
 import os
+import pickle
 import subprocess
 import sys
 from collections import defaultdict
 
 import pytest
-from strom.common.key_groups import KeyGroupAssigner, UnhashableKeyError, UnstableKeyError, assign_to_key_group
+from strom.common.key_groups import (
+    FrozenKey,
+    KeyGroupAssigner,
+    UnhashableKeyError,
+    UnstableKeyError,
+    assign_to_key_group,
+)
 from strom.datastream import KeyedProcessFunction, RuntimeExecutionMode, StreamExecutionEnvironment
 from strom.datastream.functions import ProcessWindowFunction
 
@@ -127,13 +134,24 @@ print(assign_to_key_group(["a", 1, ["b", {"x": 2}]], 32768),
       KeyGroupAssigner(32768).key_group(["a", 1, ["b", {"x": 2}]]))
 """
 
+# RocksDB stores state under the pickled key: equal keys must pickle to equal bytes in every process
+_PICKLE_SCRIPT = """
+import pickle
+from strom.common.key_groups import FrozenKey
+print(pickle.dumps(FrozenKey([{"s", "t", "u", "v", "w"}, {"k": 1, "j": frozenset({"p", "q", "r"})}])).hex())
+"""
 
-def _key_groups_in_a_process(seed: str) -> list[int]:
+
+def _run(script: str, seed: str) -> str:
     env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=os.pathsep.join(sys.path))  # this checkout's strom
     out = subprocess.run(
-        [sys.executable, "-c", _KEY_GROUPS_SCRIPT], env=env, capture_output=True, text=True, check=True, timeout=120
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True, timeout=120
     )
-    return [int(x) for x in out.stdout.split()]
+    return out.stdout
+
+
+def _key_groups_in_a_process(seed: str) -> list[int]:
+    return [int(x) for x in _run(_KEY_GROUPS_SCRIPT, seed).split()]
 
 
 def test_equal_list_dict_and_set_keys_land_in_the_same_key_group_in_two_processes():
@@ -146,6 +164,14 @@ def test_equal_list_dict_and_set_keys_land_in_the_same_key_group_in_two_processe
         assign_to_key_group({"v", "u", "t", "s"}, 32768),
     ]
     assert here == first[:3]
+
+
+def test_equal_keys_pickle_to_equal_bytes_in_any_process_and_back_to_an_equal_key():
+    assert _run(_PICKLE_SCRIPT, "1") == _run(_PICKLE_SCRIPT, "2") == _run(_PICKLE_SCRIPT, "3")
+    a, b = FrozenKey({"a": [1, {"x", "y"}], "b": 2}), FrozenKey({"b": 2, "a": [1, {"y", "x"}]})
+    assert pickle.dumps(a) == pickle.dumps(b)
+    back = pickle.loads(pickle.dumps(a))
+    assert back == a and hash(back) == hash(a) and back.value == {"a": [1, {"x", "y"}], "b": 2}
 
 
 def test_a_list_and_the_tuple_of_its_items_are_different_keys():

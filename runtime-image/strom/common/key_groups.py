@@ -157,7 +157,45 @@ class FrozenKey:
         return f"FrozenKey({self.value!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (FrozenKey, (self.value,))  # the frozen form is rebuilt, since it holds tag types by identity
+        # Equal keys pickle to equal bytes in every process (RocksDB stores state under the pickled key): dict
+        # items and set elements in the order of their stable encodings, not in insertion or salted-hash order.
+        return (_thawed_key, (_canonical(self.value),))
+
+
+def _canonical(value: Any) -> tuple[str, Any]:
+    """`value` as tagged tuples with dict items and set elements sorted by their stable encodings."""
+    if isinstance(value, list):
+        return ("l", tuple(map(_canonical, value)))
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda kv: _key_bytes(kv[0]))
+        return ("m", tuple((_canonical(k), _canonical(v)) for k, v in items))
+    if isinstance(value, set):
+        return ("S", tuple(map(_canonical, sorted(value, key=_key_bytes))))
+    if type(value) is frozenset:
+        return ("F", tuple(map(_canonical, sorted(value, key=_key_bytes))))
+    if type(value) is tuple:
+        return ("t", tuple(map(_canonical, value)))
+    return ("v", value)
+
+
+def _thawed(form: tuple[str, Any]) -> Any:
+    tag, body = form
+    if tag == "l":
+        return [_thawed(f) for f in body]
+    if tag == "m":
+        return {_thawed(k): _thawed(v) for k, v in body}
+    if tag == "S":
+        return {_thawed(f) for f in body}
+    if tag == "F":
+        return frozenset(_thawed(f) for f in body)
+    if tag == "t":
+        return tuple(_thawed(f) for f in body)
+    return body
+
+
+def _thawed_key(form: tuple[str, Any]) -> FrozenKey:
+    """Unpickles a FrozenKey (see FrozenKey.__reduce__)."""
+    return FrozenKey(_thawed(form))
 
 
 def freeze_key(key: Any) -> Any:
