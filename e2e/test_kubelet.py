@@ -237,7 +237,9 @@ def test_deleting_a_bare_pod_kills_its_process_group(emulated: Platform, tmp_pat
     platform.delete("Pod", "bare-sleeper")
     wait_until(lambda: not process_alive(int(leader)) and not process_alive(int(child)), timeout=30,
                what="the container and its child killed with the pod")
-    assert platform.kubelet.bare_pod("bare-sleeper") is None  # type: ignore[union-attr]
+    # the kubelet forgets the pod once it has reaped the group, a moment after the processes are gone
+    wait_until(lambda: platform.kubelet.bare_pod("bare-sleeper") is None,  # type: ignore[union-attr]
+               timeout=30, what="the kubelet to forget the deleted pod")
     platform.delete("Pod", "bare-imageonly")
     platform.delete("ConfigMap", "bare-config")
 

@@ -27,7 +27,9 @@ def system_chromium() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+# module scope, not session: while sync Playwright is open it holds an asyncio loop running in the main
+# thread, so every later test that runs its own loop (asyncio.run, the e2e platform) would fail
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     executable = system_chromium()
     if executable is None:
