@@ -9,11 +9,7 @@ import textwrap
 from collections import Counter
 from pathlib import Path
 
-from tests.engine.cluster_testing import SessionCluster, wait_until
-from tests.engine.test_cluster import submit
-from tests.engine.test_savepoints import post, savepoint_location
-
-from .test_sql_savepoint import changelog_lines
+from .savepoint_flow import changelog_lines, stop_and_restore
 
 COUNT = 4000
 
@@ -63,25 +59,8 @@ def reduce(lines: list[str]) -> Counter:
 
 
 def test_left_join_with_a_udf_restores_from_its_savepoint_at_another_parallelism(tmp_path: Path) -> None:
-    cluster = SessionCluster(taskmanagers=1, slots=3)
-    try:
-        job, out1 = join_job(tmp_path, "first", parallelism=2)
-        job_id = submit(cluster, job)
-        cluster.wait_for_state(job_id, ("RUNNING",))
-        wait_until(lambda: len(changelog_lines(out1)) >= 500, what="committed changelog rows")
-        status, answer = post(cluster, f"/jobs/{job_id}/stop", {"targetDirectory": str(tmp_path / "stop")})
-        assert status == 202, answer
-        assert cluster.wait_for_state(job_id, ("FINISHED", "FAILED", "CANCELED")) == "FINISHED"
-        savepoint = savepoint_location(cluster, job_id, answer["request-id"])
-        first = changelog_lines(out1)
-        job2, out2 = join_job(tmp_path, "restored", parallelism=3)
-        proc = cluster.cli("submit", job2, "--from-savepoint", savepoint)
-        assert proc.returncode == 0, proc.stderr
-        job_id2 = proc.stdout.strip().split()[-1]
-        assert cluster.wait_for_state(job_id2, ("FINISHED", "FAILED")) == "FINISHED"
-        second = changelog_lines(out2)
-    finally:
-        cluster.close()
+    first, second = stop_and_restore(tmp_path, join_job, lambda out: len(changelog_lines(out)) >= 500,
+                                     "committed changelog rows")
     assert 0 < len(first) and 0 < len(second), "the savepoint should fall in the middle of the input"
     assert any(line.endswith(" None") for line in first), "a's rows run ahead: some wait with NULLs"
     assert reduce(first + second) == Counter({(i, 2 * i): 1 for i in range(COUNT)})

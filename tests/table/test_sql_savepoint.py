@@ -8,14 +8,11 @@ exactly-once FileSink, so the files hold exactly the committed changelog.
 
 from __future__ import annotations
 
-import os
 import textwrap
 from collections import Counter
 from pathlib import Path
 
-from tests.engine.cluster_testing import SessionCluster, wait_until
-from tests.engine.test_cluster import submit
-from tests.engine.test_savepoints import post, savepoint_location
+from .savepoint_flow import changelog_lines, stop_and_restore
 
 COUNT = 6000
 KEYS = 13
@@ -51,15 +48,6 @@ def sql_job(tmp_path: Path, name: str, parallelism: int) -> tuple[str, Path]:
     return str(job), out
 
 
-def changelog_lines(out_dir: Path) -> list[str]:
-    lines = []
-    for root, _, files in os.walk(out_dir):
-        for f in sorted(files):
-            if not f.startswith("."):  # in-progress files are not committed output
-                lines += Path(root, f).read_text().splitlines()
-    return lines
-
-
 def reduce(lines: list[str]) -> Counter:
     """Order-free (part files of a subtask roll): a retraction of a row never inserted stays negative."""
     table: Counter = Counter()
@@ -70,27 +58,10 @@ def reduce(lines: list[str]) -> Counter:
 
 
 def test_group_by_job_restores_from_its_savepoint_at_another_parallelism(tmp_path: Path) -> None:
-    cluster = SessionCluster(taskmanagers=1, slots=3)
-    try:
-        job, out1 = sql_job(tmp_path, "first", parallelism=2)
-        job_id = submit(cluster, job)
-        cluster.wait_for_state(job_id, ("RUNNING",))
-        # stop once every group exists in committed output, so that each continues after the restore
-        wait_until(lambda: len({line.split()[1] for line in changelog_lines(out1)}) == KEYS,
-                   what="committed changelog rows for every group")
-        status, answer = post(cluster, f"/jobs/{job_id}/stop", {"targetDirectory": str(tmp_path / "stop")})
-        assert status == 202, answer
-        assert cluster.wait_for_state(job_id, ("FINISHED", "FAILED", "CANCELED")) == "FINISHED"
-        savepoint = savepoint_location(cluster, job_id, answer["request-id"])
-        first = changelog_lines(out1)
-        job2, out2 = sql_job(tmp_path, "restored", parallelism=3)
-        proc = cluster.cli("submit", job2, "--from-savepoint", savepoint)
-        assert proc.returncode == 0, proc.stderr
-        job_id2 = proc.stdout.strip().split()[-1]
-        assert cluster.wait_for_state(job_id2, ("FINISHED", "FAILED")) == "FINISHED"
-        second = changelog_lines(out2)
-    finally:
-        cluster.close()
+    # stop once every group exists in committed output, so that each continues after the restore
+    first, second = stop_and_restore(
+        tmp_path, sql_job, lambda out: len({line.split()[1] for line in changelog_lines(out)}) == KEYS,
+        "committed changelog rows for every group")
     expected = Counter()
     for k in range(KEYS):
         ids = [i for i in range(COUNT) if i % KEYS == k]

@@ -14,11 +14,7 @@ import textwrap
 from collections import Counter
 from pathlib import Path
 
-from tests.engine.cluster_testing import SessionCluster, wait_until
-from tests.engine.test_cluster import submit
-from tests.engine.test_savepoints import post, savepoint_location
-
-from .test_sql_savepoint import changelog_lines
+from .savepoint_flow import changelog_lines, stop_and_restore
 
 COUNT = 3000
 PER_WINDOW = 100  # ids are 10 ms of event time apart; windows are 1 s
@@ -59,25 +55,8 @@ def windowed_job(tmp_path: Path, name: str, parallelism: int) -> tuple[str, Path
 
 
 def test_windowed_sql_job_restores_from_its_savepoint_at_another_parallelism(tmp_path: Path) -> None:
-    cluster = SessionCluster(taskmanagers=1, slots=3)
-    try:
-        job, out1 = windowed_job(tmp_path, "first", parallelism=2)
-        job_id = submit(cluster, job)
-        cluster.wait_for_state(job_id, ("RUNNING",))
-        wait_until(lambda: len(changelog_lines(out1)) >= 3, what="committed rows of the first windows")
-        status, answer = post(cluster, f"/jobs/{job_id}/stop", {"targetDirectory": str(tmp_path / "stop")})
-        assert status == 202, answer
-        assert cluster.wait_for_state(job_id, ("FINISHED", "FAILED", "CANCELED")) == "FINISHED"
-        savepoint = savepoint_location(cluster, job_id, answer["request-id"])
-        first = changelog_lines(out1)
-        job2, out2 = windowed_job(tmp_path, "restored", parallelism=3)
-        proc = cluster.cli("submit", job2, "--from-savepoint", savepoint)
-        assert proc.returncode == 0, proc.stderr
-        job_id2 = proc.stdout.strip().split()[-1]
-        assert cluster.wait_for_state(job_id2, ("FINISHED", "FAILED")) == "FINISHED"
-        second = changelog_lines(out2)
-    finally:
-        cluster.close()
+    first, second = stop_and_restore(tmp_path, windowed_job, lambda out: len(changelog_lines(out)) >= 3,
+                                     "committed rows of the first windows")
     assert first and second, "the savepoint should fall in the middle of the input"
     got = Counter(first + second)
     assert all(n == 1 for n in got.values()), "a window emitted twice"
