@@ -145,6 +145,7 @@ class FrozenKey:
     def __init__(self, value: Any) -> None:
         self.value = value
         self._frozen = _frozen_form(value)
+        # in-process dict lookups only (state tables, caches); key groups come from stable_hash(_key_bytes)
         self._hash = hash(self._frozen)
 
     def __eq__(self, other: object) -> bool:

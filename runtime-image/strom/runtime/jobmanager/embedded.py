@@ -36,7 +36,8 @@ class EmbeddedJobManager:
         self.ha = NoHaServices()
         self.stopping = False
         self.rm = ResourceManager(heartbeat_timeout_s=float("inf"))
-        # no data ports: the tasks' channels are in-process queues
+        # no data ports: the tasks' channels are in-process queues, so this address is never bound, advertised
+        # or connected to; it is only what the embedded job's REST view shows for its one TaskManager
         self.rm.register(TaskManagerRecord(LOCAL_TASKMANAGER, "127.0.0.1", {i: 0 for i in range(slots)}, writer=None))
 
     def notify_slots_changed(self) -> None:
