@@ -4,10 +4,14 @@ peak RSS per query, with same-run baselines: the generator alone, and the query'
     python -m benchmarks.nexmark --query q5 --events 2000000 --parallelism 1 [--checkpoint-interval 10s]
     python -m benchmarks.nexmark --all --events 1000000
     python -m benchmarks.nexmark --query q5 --events 200000 --state-backend rocksdb
+    python -m benchmarks.nexmark --conditions flink [--query q5] [--events 200000 | --full] [--repeat 3]
 
 With --checkpoint-interval the query runs twice, without and with checkpoints (file://), and the
-overhead is printed. --all runs each query in its own process (so peak RSS is per query) and prints a
-table. Figures are wall-clock on a shared machine: read the ratios, not the absolute numbers.
+overhead is printed. `--conditions flink` runs every query (or --query) on the local cluster as Flink's
+Nexmark does (see flink_conditions.py) and, in the same run, in-process on heap state, next to Flink's
+published per-core figures; events per CPU-second of every process involved. --all runs each query in its
+own process (so peak RSS is per query) and prints a table. Figures are wall-clock on a shared machine: read
+the ratios, not the absolute numbers.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -34,6 +39,8 @@ from benchmarks.nexmark.reference import REFERENCES  # noqa: E402
 from benchmarks.nexmark.runner import RunFigures, run_timed  # noqa: E402
 from benchmarks.progress import step
 
+CONDITIONS_EVENTS = 200_000  # --conditions' short default (CI-friendly); --full for FULL_EVENTS
+FULL_EVENTS = 10_000_000
 REFERENCE_EVENTS_MAX = 200_000  # the reference holds its input in memory; its rate is measured on a prefix
 FLINK_PER_CORE = {  # Nexmark's published Flink 1.13 figures (RocksDB, exactly-once checkpoints), events/s/core
     "q0": 155_000, "q1": 158_000, "q2": 175_000, "q3": 152_000, "q4": 34_000, "q5": 22_000, "q7": 12_000,
@@ -139,11 +146,63 @@ def run_all(args: argparse.Namespace) -> None:
               f"{ref_text:>12}{ratio_text:>10}{r['generator_events_per_s']:>12,.0f}{flink_text:>12}")
 
 
+def run_flink_conditions(args: argparse.Namespace) -> None:
+    """Every query (or --query) under Flink's conditions on one cluster, and in-process on heap state."""
+    from benchmarks.nexmark.flink_conditions import FLINK_CHECKPOINT_INTERVAL_MS, run_on_cluster, start_cluster
+
+    interval = args.checkpoint_interval or FLINK_CHECKPOINT_INTERVAL_MS
+    events = FULL_EVENTS if args.full else args.events
+    queries = [args.query] if args.query else list(QUERIES)
+    config = NexmarkConfig(events=events, rate=args.rate, event_rate=args.event_rate)
+    rows = []
+    cluster = start_cluster(args.parallelism)
+    try:
+        for query in queries:
+            cluster_rates, heap_rates, checkpoints, outputs = [], [], [], set()
+            for i in range(args.repeat):
+                with step(f"{query}: cluster p{args.parallelism}, rocksdb, checkpoints {interval} ms, "
+                          f"run {i + 1} of {args.repeat}"):
+                    figures = run_on_cluster(cluster, query, config, parallelism=args.parallelism,
+                                             interval_ms=interval)
+                cluster_rates.append(figures.events_per_cpu_second)
+                checkpoints.append(figures.checkpoints)
+                outputs.add(figures.outputs)
+                with step(f"{query}: in-process p1, heap, run {i + 1} of {args.repeat}"):
+                    heap = run_timed(query, config, parallelism=1, state_backend="hashmap")
+                heap_rates.append(heap.events_per_cpu_second)
+                outputs.add(heap.outputs)
+            rows.append((query, cluster_rates, heap_rates, checkpoints, outputs))
+            print(f"  {query} done: {max(cluster_rates):,.0f} events/CPU-s on the cluster", file=sys.stderr, flush=True)
+    finally:
+        cluster.close()
+    print(f"events={events:,}; cluster: {args.parallelism} TaskManagers x 1 slot (slot processes, keyed exchanges over "
+          f"loopback TCP), RocksDB, incremental exactly-once checkpoints every {interval:,} ms; in-process: "
+          f"parallelism 1, heap state, no checkpoints. ev/CPU-s = events per CPU-second of all processes involved "
+          f"(JobManager, TaskManagers, slot processes); {args.repeat} run(s): median [min-max]")
+    print(f"{'query':<6}{'cluster ev/CPU-s':>26}{'Flink/core':>12}{'cluster/Flink':>15}{'heap in-process ev/CPU-s':>32}"
+          f"{'heap/cluster':>14}{'checkpoints':>13}{'outputs':>10}")
+    for query, cluster_rates, heap_rates, checkpoints, outputs in rows:
+        flink = FLINK_PER_CORE.get(query)
+        c, h = statistics.median(cluster_rates), statistics.median(heap_rates)
+        print(f"{query:<6}{_spread(cluster_rates):>26}{f'{flink:,}' if flink else '-':>12}"
+              f"{f'{c / flink:.2f}' if flink else '-':>15}{_spread(heap_rates):>32}{h / c:>14.2f}"
+              f"{'/'.join(map(str, checkpoints)):>13}{'/'.join(f'{o:,}' for o in sorted(outputs)):>10}")
+
+
+def _spread(rates: list[float]) -> str:
+    return f"{statistics.median(rates):,.0f} [{min(rates):,.0f}-{max(rates):,.0f}]"
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    which = ap.add_mutually_exclusive_group(required=True)
+    which = ap.add_mutually_exclusive_group()
     which.add_argument("--query", choices=sorted(QUERIES, key=lambda q: int(q[1:])))
     which.add_argument("--all", action="store_true", help="every query, one process each, as a table")
+    ap.add_argument("--conditions", choices=["flink"], help="flink: the cluster, parallelism 2, RocksDB, incremental "
+                    "exactly-once checkpoints every 3 min (or --checkpoint-interval), every query or --query; "
+                    "next to in-process heap figures and Flink's per-core figures")
+    ap.add_argument("--full", action="store_true", help=f"with --conditions: {FULL_EVENTS:,} events")
+    ap.add_argument("--repeat", type=int, default=1, help="with --conditions: runs per query (median and spread)")
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--parallelism", type=int, default=1)
     ap.add_argument("--rate", type=float, default=0, help="emitted events/s over all subtasks (0: unthrottled)")
@@ -153,6 +212,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--state-backend", choices=["hashmap", "rocksdb"], default="hashmap", help="state.backend.type")
     ap.add_argument("--json", action="store_true", help="print one JSON line (used by --all)")
     args = ap.parse_args(argv)
+    if args.conditions == "flink":
+        if args.parallelism == 1 and "--parallelism" not in (argv if argv is not None else sys.argv):
+            args.parallelism = 2  # Flink's conditions: records cross processes
+        if "--events" not in (argv if argv is not None else sys.argv):
+            args.events = CONDITIONS_EVENTS
+        run_flink_conditions(args)
+        return
+    if not (args.all or args.query):
+        ap.error("one of --query, --all or --conditions is required")
     if args.all:
         run_all(args)
         return
