@@ -213,6 +213,38 @@ def test_checkpoint_count_grows_between_refreshes_without_a_reload(
     page.screenshot(path=screenshots / "job-checkpoints.png", full_page=True)
 
 
+def test_the_checkpoints_tab_shows_the_configuration_the_job_set(
+    page: Page, cluster: tuple[SessionCluster, str]
+) -> None:
+    """The job file sets enable_checkpointing(300) and a file:// checkpoint directory, nothing else: the
+    REST API's CheckpointConfigInfo and the page say so, with Flink's defaults for the rest."""
+    c, job_id = cluster
+    config = c.get(f"/jobs/{job_id}/checkpoints/config")
+    assert (config["interval"], config["mode"], config["timeout"]) == (300, "exactly_once", 600_000)
+    assert config["checkpoint_storage"] == "FileSystemCheckpointStorage"
+    page.goto(_url(c, f"jobs/{job_id}/checkpoints"))
+    shown = page.locator("[data-table=checkpoint-config]")
+    expect(shown.locator("tr", has_text="Interval").locator("td")).to_have_text("300 ms", timeout=WAIT_MS)
+    expect(shown.locator("tr", has_text="Checkpointing mode").locator("td")).to_have_text("Exactly once")
+    expect(shown.locator("tr", has_text="Timeout").locator("td")).to_have_text("10m 0s")
+    expect(page.locator("[data-field=latest-restore]")).to_have_text("The job did not restore from a checkpoint.")
+
+
+def test_a_vertex_panel_lists_each_subtasks_watermark_as_the_rest_api_does(
+    page: Page, cluster: tuple[SessionCluster, str]
+) -> None:
+    """The job assigns no watermarks: every subtask reports Long.MIN_VALUE, shown as 'No watermark'."""
+    c, job_id = cluster
+    (widest,) = [v for v in c.get(f"/jobs/{job_id}")["vertices"] if v["parallelism"] == 2]
+    page.goto(_url(c, f"jobs/{job_id}/overview/{widest['id']}"))
+    rows = page.locator("[data-table=watermarks] tr[data-subtask]")
+    expect(rows).to_have_count(2, timeout=WAIT_MS)
+    watermarks = c.get(f"/jobs/{job_id}/vertices/{widest['id']}/watermarks")
+    assert sorted(w["id"] for w in watermarks) == ["0.currentInputWatermark", "1.currentInputWatermark"]
+    assert {w["value"] for w in watermarks} == {str(-(2**63))}
+    expect(rows.locator("td:last-child")).to_have_text(["No watermark", "No watermark"])
+
+
 def test_clicking_a_vertex_lists_its_subtasks_as_the_rest_api_does(
     page: Page, cluster: tuple[SessionCluster, str]
 ) -> None:

@@ -130,6 +130,9 @@ def openapi_document(version: str) -> Json:
         "/jobs/{jobid}/checkpoints": {
             "get": _operation("getCheckpointingStatistics", "Checkpoint statistics", params=[_JOB])
         },
+        "/jobs/{jobid}/checkpoints/config": {
+            "get": _operation("getCheckpointConfig", "Checkpointing configuration (404: off)", params=[_JOB])
+        },
         "/jobs/{jobid}/savepoints": {
             "post": _operation(
                 "triggerSavepoint",
@@ -182,6 +185,11 @@ def openapi_document(version: str) -> Json:
         },
         "/jobs/{jobid}/vertices/{vertexid}/backpressure": {
             "get": _operation("getJobVertexBackPressure", "Vertex back pressure", params=[_JOB, _VERTEX])
+        },
+        "/jobs/{jobid}/vertices/{vertexid}/watermarks": {
+            "get": _operation(
+                "getJobVertexWatermarks", "Subtasks' input watermarks", params=[_JOB, _VERTEX], response=_LIST
+            )
         },
         "/taskmanagers": {"get": _operation("getTaskManagersOverview", "TaskManagers")},
         "/taskmanagers/{tmid}/metrics": {

@@ -36,6 +36,7 @@ from strom.common.configuration import Configuration
 from strom.common.job_payload import JobPayloadError, check_header_compatible, read_header
 from strom.runtime.checkpoint import savepoints
 from strom.runtime.jobmanager import rest_messages as msg
+from strom.runtime.jobmanager.checkpoint_config_info import checkpoint_config_info
 from strom.runtime.jobmanager.openapi import openapi_document
 from strom.runtime.jobmanager.read_model import (
     BadRequestError,
@@ -236,6 +237,14 @@ async def job_checkpoints(request: web.Request) -> web.Response:
     return _json(msg.checkpoints_json(_view(request).checkpoints(_job_id(request))))
 
 
+async def job_checkpoint_config(request: web.Request) -> web.Response:
+    jid = _job_id(request)
+    info = checkpoint_config_info(_view(request).job_config(jid).configuration)
+    if info is None:
+        raise NotFoundError(f"Checkpointing is not enabled for job {jid} (execution.checkpointing.interval)")
+    return _json(info)
+
+
 async def _json_body(request: web.Request) -> dict[str, Any]:
     return await read_json_object(request)
 
@@ -350,6 +359,12 @@ async def backpressure(request: web.Request) -> web.Response:
     return _json(msg.backpressure_json(vertex, view.subtask_metrics(jid, vid), _now(request)))
 
 
+async def vertex_watermarks(request: web.Request) -> web.Response:
+    view, jid, vid = _view(request), _job_id(request), _vertex_id(request)
+    view.vertex(jid, vid)  # 404 for an unknown vertex
+    return _json(msg.watermarks_json(view.subtask_metrics(jid, vid)))
+
+
 async def taskmanagers(request: web.Request) -> web.Response:
     return _json({"taskmanagers": [msg.taskmanager_json(tm) for tm in _view(request).taskmanagers()]})
 
@@ -410,6 +425,7 @@ def create_rest_app(
     r.add_get("/jobs/{jobid}/exceptions", job_exceptions)
     r.add_get("/jobs/{jobid}/metrics", job_metrics)
     r.add_get("/jobs/{jobid}/checkpoints", job_checkpoints)
+    r.add_get("/jobs/{jobid}/checkpoints/config", job_checkpoint_config)
     r.add_post("/jobs/{jobid}/savepoints", trigger_savepoint)
     r.add_get("/jobs/{jobid}/savepoints/{triggerid}", savepoint_status)
     r.add_post("/jobs/{jobid}/stop", stop_with_savepoint)
@@ -418,6 +434,7 @@ def create_rest_app(
     r.add_get("/jobs/{jobid}/vertices/{vertexid}", vertex_details)
     r.add_get("/jobs/{jobid}/vertices/{vertexid}/subtasks/metrics", subtask_metrics)
     r.add_get("/jobs/{jobid}/vertices/{vertexid}/backpressure", backpressure)
+    r.add_get("/jobs/{jobid}/vertices/{vertexid}/watermarks", vertex_watermarks)
     r.add_get("/taskmanagers", taskmanagers)
     r.add_get("/taskmanagers/{tmid}/metrics", taskmanager_metrics)
     add_dashboard_routes(app)  # the web dashboard at / (strom.web), reading the routes above

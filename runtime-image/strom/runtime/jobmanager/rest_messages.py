@@ -431,6 +431,17 @@ def metric_values_json(metrics: Mapping[str, float], get: Sequence[str] | None) 
     return [{"id": n, "value": format_metric_value(metrics[n])} for n in get if n in metrics]
 
 
+def watermarks_json(metrics: SubtaskMetrics) -> list[Json]:
+    """/jobs/:jobid/vertices/:vertexid/watermarks: each subtask's currentInputWatermark as
+    `{"id": "<subtask>.currentInputWatermark", "value": "<ms>"}` (Flink's JobVertexWatermarksHandler;
+    Long.MIN_VALUE while none arrived). Subtasks that reported no metrics yet are left out, as in Flink."""
+    return [
+        {"id": f"{i}.currentInputWatermark", "value": format_metric_value(m["currentInputWatermark"])}
+        for i, m in sorted(metrics.items())
+        if "currentInputWatermark" in m
+    ]
+
+
 def aggregate_subtask_metrics(
     metrics: SubtaskMetrics, get: Sequence[str] | None, aggs: Sequence[str], subtasks: set[int] | None = None
 ) -> list[Json]:

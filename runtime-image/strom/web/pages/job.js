@@ -40,15 +40,42 @@ async function vertexLoads(jid, vertices, now) {
   return new Map(entries);
 }
 
-const charts = (jid, vid) => h("div", { class: "charts" }, CHARTS.map(([metric, , title, unit]) =>
-  lineChart(title, history(`${jid}/${vid}/${metric}`), unit, { "data-chart": metric })));
+// Flink's "no watermark yet": Long.MIN_VALUE, which JSON numbers cannot hold exactly (hence a string compare)
+const NO_WATERMARK = "-9223372036854775808";
+const WATERMARK_LAG = "watermarkLag";
+
+// /watermarks: each subtask's input watermark; the vertex's is the lowest (what its timers wait for).
+// Its lag behind the wall clock is charted; a vertex without watermarks charts nothing.
+function lowWatermark(watermarks) {
+  const values = watermarks.filter((w) => w.value !== NO_WATERMARK).map((w) => Number(w.value));
+  return values.length && values.length === watermarks.length ? Math.min(...values) : undefined;
+}
+
+const charts = (jid, vid) => h("div", { class: "charts" },
+  CHARTS.map(([metric, , title, unit]) =>
+    lineChart(title, history(`${jid}/${vid}/${metric}`), unit, { "data-chart": metric })),
+  lineChart("Low watermark lag behind now", history(`${jid}/${vid}/${WATERMARK_LAG}`), "s",
+    { "data-chart": WATERMARK_LAG }));
+
+function watermarkTable(watermarks) {
+  const rows = watermarks.map((w) => {
+    const subtask = w.id.split(".")[0];
+    const shown = w.value === NO_WATERMARK ? "No watermark" : formatTime(Number(w.value));
+    return h("tr", { "data-subtask": subtask }, h("td", null, subtask), h("td", { "data-value": w.value }, shown));
+  });
+  return table(["Subtask", "Input watermark"], rows, { "data-table": "watermarks" });
+}
 
 // One vertex's subtasks (/jobs/:id/vertices/:vid) with their back-pressure level (/backpressure).
 async function vertexPanel(jid, vid) {
-  const [vertex, pressure] = await Promise.all([
+  const [vertex, pressure, watermarks] = await Promise.all([
     getJson(`/jobs/${jid}/vertices/${encodeURIComponent(vid)}`),
     getJson(`/jobs/${jid}/vertices/${encodeURIComponent(vid)}/backpressure`),
+    getJson(`/jobs/${jid}/vertices/${encodeURIComponent(vid)}/watermarks`),
   ]);
+  const now = Date.now();
+  const low = lowWatermark(watermarks);
+  if (low !== undefined) record(`${jid}/${vertex.id}/${WATERMARK_LAG}`, now, Math.max(0, (now - low) / 1000));
   const levels = new Map((pressure.subtasks || []).map((s) => [s.subtask, s["backpressure-level"]]));
   const rows = vertex.subtasks.map((s) => h("tr", { "data-subtask": s.subtask },
     h("td", null, s.subtask), h("td", null, stateBadge(s.status)), h("td", null, s.attempt),
@@ -58,6 +85,9 @@ async function vertexPanel(jid, vid) {
   return h("div", { "data-panel": "vertex", "data-vertex-id": vertex.id },
     h("h2", null, `Metrics of ${vertex.name}`, h("span", { class: "muted" }, " (since this page opened)")),
     charts(jid, vertex.id),
+    h("h2", null, "Watermarks", h("span", { class: "muted", "data-field": "low-watermark" },
+      low === undefined ? " (no watermark yet)" : ` (lowest ${formatTime(low)})`)),
+    watermarkTable(watermarks),
     h("h2", null, `Subtasks of ${vertex.name}`),
     table(["Subtask", "Status", "Attempt", "Endpoint", "TaskManager", "Records in", "Records out", "Duration",
       "Back pressure"], rows, { "data-table": "subtasks" }));
@@ -83,8 +113,34 @@ async function graphTab(job, vertexId, ctx) {
     panel);
 }
 
+// /checkpoints/config answers 404 when the job takes no periodic checkpoints: that is a fact, not an error.
+async function checkpointConfig(jid) {
+  try {
+    return await getJson(`/jobs/${jid}/checkpoints/config`);
+  } catch (e) {
+    if (e.status === 404) return null;
+    throw e;
+  }
+}
+
+function configPanel(config) {
+  if (!config) return h("p", { class: "empty", "data-field": "checkpoint-config" }, "Periodic checkpoints are off.");
+  const x = config.externalization;
+  return keyValues([
+    ["Checkpointing mode", config.mode === "exactly_once" ? "Exactly once" : "At least once"],
+    ["Interval", formatDuration(config.interval)], ["Timeout", formatDuration(config.timeout)],
+    ["Minimum pause between checkpoints", formatDuration(config.min_pause)],
+    ["Maximum concurrent checkpoints", config.max_concurrent],
+    ["Unaligned checkpoints", config.unaligned_checkpoints ? "Enabled" : "Disabled"],
+    ["Persist checkpoints externally", !x.enabled ? "Disabled"
+      : x.delete_on_cancellation ? "Enabled (delete on cancellation)" : "Enabled (retain on cancellation)"],
+    ["Tolerable failed checkpoints", config.tolerable_failed_checkpoints],
+    ["State backend", config.state_backend], ["Checkpoint storage", config.checkpoint_storage],
+  ], { "data-table": "checkpoint-config" });
+}
+
 async function checkpointsTab(jid) {
-  const c = await getJson(`/jobs/${jid}/checkpoints`);
+  const [c, config] = await Promise.all([getJson(`/jobs/${jid}/checkpoints`), checkpointConfig(jid)]);
   const latest = c.latest.completed;
   const counts = [["Triggered", c.counts.total, "total"], ["In progress", c.counts.in_progress, "in-progress"],
     ["Completed", c.counts.completed, "completed"], ["Failed", c.counts.failed, "failed"],
@@ -102,11 +158,16 @@ async function checkpointsTab(jid) {
     latest ? keyValues([["ID", latest.id], ["Completed", formatTime(latest.latest_ack_timestamp)],
       ["End to end duration", formatDuration(latest.end_to_end_duration)], ["State size", formatBytes(latest.state_size)],
       ["Path", latest.external_path || "–"]]) : h("p", { class: "empty" }, "No completed checkpoint yet."),
+    h("h2", null, "Latest restore"),
     c.latest.restored ? keyValues([["Restored from", c.latest.restored.external_path || c.latest.restored.id],
-      ["Restored at", formatTime(c.latest.restored.restore_timestamp)]]) : null,
+      ["Checkpoint ID", c.latest.restored.id], ["Type", c.latest.restored.is_savepoint ? "Savepoint" : "Checkpoint"],
+      ["Restored at", formatTime(c.latest.restored.restore_timestamp)]], { "data-table": "latest-restore" })
+      : h("p", { class: "empty", "data-field": "latest-restore" }, "The job did not restore from a checkpoint."),
     h("h2", null, "History"),
     table(["ID", "Status", "Triggered", "End to end duration", "State size", "Acknowledged", "Type"], history,
-      { "data-table": "checkpoint-history" }));
+      { "data-table": "checkpoint-history" }),
+    h("h2", null, "Configuration"),
+    configPanel(config));
 }
 
 async function exceptionsTab(jid) {
