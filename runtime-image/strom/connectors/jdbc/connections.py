@@ -27,9 +27,10 @@ def first_line(error: BaseException) -> str:
     return text or type(error).__name__
 
 
-def connect(options: JdbcConnectionOptions, *, autocommit: bool, what: str) -> Any:
+def connect(options: JdbcConnectionOptions, *, autocommit: bool, what: str, advice: str | None = None) -> Any:
     """A connection to the database of `options`; a failure is one line naming the address and the
-    option to check."""
+    option to check (`advice`: what to check instead of the DataStream builder's methods, e.g. a SQL
+    table's 'url' option)."""
     psycopg = psycopg_module()
     address = options.address()
     kwargs = address.connect_kwargs(user=options.user_name, password=options.password)
@@ -37,10 +38,11 @@ def connect(options: JdbcConnectionOptions, *, autocommit: bool, what: str) -> A
     try:
         return psycopg.connect(autocommit=autocommit, **kwargs)
     except psycopg.Error as e:
+        check = advice or (f"the url {options.url!r} given to JdbcConnectionOptions.with_url (and "
+                           "with_user_name/with_password)")
         raise ConnectionError(
-            f"{what} cannot connect to PostgreSQL at {address.describe()} ({first_line(e)}); check the url "
-            f"{options.url!r} given to JdbcConnectionOptions.with_url (and with_user_name/with_password) and that "
-            "the database accepts connections from this TaskManager"
+            f"{what} cannot connect to PostgreSQL at {address.describe()} ({first_line(e)}); check {check} and "
+            "that the database accepts connections from this TaskManager"
         ) from e
 
 
