@@ -27,7 +27,7 @@ from strom.table.expressions import Expression, col, lit
 from strom.table.planner import builder, correlate, join, over_agg, top_n, windowing
 from strom.table.planner.inline_values import values_node
 from strom.table.planner.plan import DataStreamScanNode, PlanNode, SourceNode
-from strom.table.planner.translate import blackhole_sink, print_sink, translate
+from strom.table.planner.translate import translate
 from strom.table.schema import Schema
 from strom.table.sql import parser as sqlp
 from strom.table.sql.catalog import CATALOG, DATABASE, Catalog, CatalogTable, CatalogView
@@ -187,14 +187,13 @@ class TableEnvironment:
         obj = self._catalog.get(path)
         if isinstance(obj, CatalogView):
             return obj.node
-        connector = obj.options.get("connector")
-        if connector not in connectors.SOURCES:
-            raise ValidationException(f"table {obj.name!r} (connector {connector!r}) is a sink and cannot be read")
-        if not self._streaming and obj.options.get("connector") == "datagen":
-            if connectors.DatagenSpec(obj.name, obj.columns, obj.options).count is None:
-                raise ValidationException(
-                    f"table {obj.name!r} is unbounded; batch mode needs bounded sources (set 'number-of-rows')"
-                )
+        ctx = table_context(obj)
+        factory = connectors.factory_for(obj.name, obj.options)
+        if not factory.is_source():
+            factory.build_source(ctx, None, "", batch=False)  # raises the connector's "is a sink" error
+        if not self._streaming and not factory.is_bounded(ctx):
+            raise ValidationException(
+                f"table {obj.name!r} is unbounded; batch mode needs bounded sources{factory.bounded_hint}")
         return table_node(obj, batch=self._final_only)
 
     # -- functions -------------------------------------------------------------------------------
@@ -246,9 +245,9 @@ class TableEnvironment:
     def execute_sql(self, stmt: str) -> TableResult:
         s = sqlp.parse_statement(stmt)
         if isinstance(s, sqlp.CreateTable):
-            connectors.validate_options(s.name, s.columns, s.options)
             table = CatalogTable(self._catalog.normalize(s.name), s.columns, s.options, s.computed, s.order,
-                                 s.watermark)
+                                 s.watermark, s.primary_key, s.partition_keys)
+            connectors.validate_table(table_context(table))
             table_node(table)  # validates computed columns and the watermark now, as Flink does at CREATE
             self._catalog.register(table, if_not_exists=s.if_not_exists)
             return _ok()
@@ -390,9 +389,10 @@ class TableEnvironment:
         obj = self._catalog.get(target)
         if isinstance(obj, CatalogView):
             raise ValidationException(f"cannot INSERT INTO view {obj.name!r}")
-        connector = obj.options.get("connector")
-        if connector not in connectors.SINKS:
-            raise ValidationException(f"table {obj.name!r} (connector {connector!r}) is a source and cannot be written")
+        ctx = table_context(obj)
+        factory = connectors.factory_for(obj.name, obj.options)
+        if not factory.is_sink():
+            factory.build_sink(ctx, None, "")  # raises the connector's "is a source" error
         sink_types = [t for _, t in obj.columns]
         query_types = [t for _, t in node.columns]
         if len(sink_types) != len(query_types):
@@ -407,10 +407,7 @@ class TableEnvironment:
         env = self._job_env(node)
         ds = translate(node, env)
         uid = node.uid("sink-" + obj.name)
-        if connector == "print":
-            print_sink(ds, obj.options, uid)
-        else:
-            blackhole_sink(ds, uid)
+        factory.build_sink(ctx, ds, uid)
         full = f"{CATALOG}.{DATABASE}.{obj.name}"
         client = None
         if _submitting_client_without_job_handles():
@@ -484,13 +481,19 @@ def table_node(obj: CatalogTable, batch: bool = False) -> PlanNode:
     """A catalog table as a plan: its connector's physical columns, then its computed columns in declared
     order (a Calc), then its watermark (which makes the column a ROWTIME attribute)."""
     node: PlanNode = SourceNode(list(obj.columns), table_name=f"{CATALOG}.{DATABASE}.{obj.name}",
-                                options=dict(obj.options))
+                                options=dict(obj.options), primary_key=obj.primary_key,
+                                partition_keys=obj.partition_keys)
     if obj.computed:
         computed = dict(obj.computed)
         node = builder.select(node, [computed[n].alias(n) if n in computed else col(n) for n in obj.order])
     if obj.watermark is not None:
         node = windowing.watermark_assigner(node, obj.watermark[0], obj.watermark[1], obj.name, batch=batch)
     return node
+
+
+def table_context(obj: CatalogTable) -> connectors.TableContext:
+    return connectors.TableContext(obj.name, list(obj.columns), dict(obj.options), obj.primary_key,
+                                   obj.partition_keys, f"{CATALOG}.{DATABASE}.{obj.name}")
 
 
 def _submitting_client_without_job_handles() -> bool:

@@ -54,13 +54,17 @@ class SourceNode(PlanNode):
     table_name: str = ""
     elements: list[tuple[Any, ...]] | None = None
     options: dict[str, str] = field(default_factory=dict)
+    primary_key: tuple[str, ...] = ()  # the table's PRIMARY KEY (.. ) NOT ENFORCED
+    partition_keys: tuple[str, ...] = ()  # PARTITIONED BY (..)
 
     def describe(self) -> str:
         cols = ", ".join(f"{n} {t}" for n, t in self.columns)
         if self.elements is not None:
             return f"Values(table=[{self.table_name}], rows={len(self.elements)}, schema=[{cols}])"
         opts = ", ".join(f"{k}={v}" for k, v in sorted(self.options.items()))
-        return f"TableSourceScan(table=[{self.table_name}], schema=[{cols}], options=[{opts}])"
+        keys = f", primary-key=[{', '.join(self.primary_key)}]" if self.primary_key else ""
+        keys += f", partitioned-by=[{', '.join(self.partition_keys)}]" if self.partition_keys else ""
+        return f"TableSourceScan(table=[{self.table_name}], schema=[{cols}], options=[{opts}]{keys})"
 
 
 @dataclass(eq=False)

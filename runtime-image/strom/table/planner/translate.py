@@ -12,7 +12,6 @@ from strom.common.row import Row
 from strom.common.watermark_strategy import WatermarkStrategy
 from strom.datastream.data_stream import DataStream
 from strom.datastream.functions import ProcessFunction
-from strom.table.connectors import BlackHoleSink, DatagenSpec
 from strom.table.errors import NotSupportedYet
 from strom.table.planner.correlate import CorrelateFunction
 from strom.table.planner.event_time import (
@@ -47,7 +46,6 @@ from strom.table.planner.rank import DeduplicateFunction, TopNFunction
 from strom.table.planner.rows import make_row
 from strom.table.planner.scalar import compile_scalar
 from strom.table.planner.streaming_join import StreamingJoinFunction
-from strom.table.planner.values import java_string
 
 
 def translate(node: PlanNode, env: Any, memo: dict[str, DataStream] | None = None) -> DataStream:
@@ -113,16 +111,18 @@ def _source(node: SourceNode, env: Any) -> DataStream:
     if node.elements is not None:
         rows = [make_row(values, tuple(names)) for values in node.elements]
         return env.from_collection(rows).name(f"Values[{node.table_name}]").uid(node.uid("values"))
-    if node.options.get("connector") == "datagen":
-        from strom.connectors.datagen import DataGeneratorSource
+    from strom.table.connectors import factory_for
 
-        spec = DatagenSpec(node.table_name, node.columns, node.options)
-        src = DataGeneratorSource(spec, spec.count, spec.rate)
-        return env.from_source(src, WatermarkStrategy.no_watermarks(), f"TableSourceScan[{node.table_name}]").uid(
-            node.uid("source")
-        )
-    raise NotSupportedYet(f"reading from connector {node.options.get('connector')!r} (table {node.table_name!r})")
+    ctx = source_context(node)
+    return factory_for(ctx.name, ctx.options).build_source(ctx, env, node.uid("source"), batch=False)
 
+
+def source_context(node: SourceNode) -> Any:
+    """The connector's view of a scanned table (its name without the catalog and database)."""
+    from strom.table.connectors import TableContext
+
+    return TableContext(node.table_name.rsplit(".", 1)[-1], list(node.columns), dict(node.options),
+                        node.primary_key, node.partition_keys, node.table_name)
 
 class _CalcMap:
     """Projection of one row, keeping its RowKind."""
@@ -278,26 +278,3 @@ def _rank(node: RankNode, ds: DataStream) -> DataStream:
     keyed = ds.key_by(lambda row, p=tuple(node.partition): tuple(row[i] for i in p))
     return keyed.process(fn).name(node.describe()).uid(node.uid("rank"))
 
-
-def changelog_string(row: Row) -> str:
-    """A row as Flink's print connector prints it: `+I[Mary, 1]`."""
-    return f"{_SHORT[row.get_row_kind().value]}[{', '.join(java_string(v) for v in row)}]"
-
-
-_SHORT = ("+I", "-U", "+U", "-D")
-
-
-def print_sink(ds: DataStream, options: dict[str, str], uid: str) -> None:
-    mapped = ds.map(changelog_string).name("PrintFormat").uid(uid + "-format")
-    identifier = options.get("print-identifier")
-    if options.get("standard-error", "false").lower() == "true":
-        sink = mapped.print_to_err(identifier)
-    else:
-        sink = mapped.print(identifier)
-    sink.uid(uid)
-    if "sink.parallelism" in options:
-        sink.set_parallelism(int(options["sink.parallelism"]))
-
-
-def blackhole_sink(ds: DataStream, uid: str) -> None:
-    ds.add_sink(BlackHoleSink()).name("BlackHole").uid(uid)

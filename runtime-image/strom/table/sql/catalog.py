@@ -22,6 +22,8 @@ class CatalogTable:
     computed: list[tuple[str, Expression]] = field(default_factory=list)
     order: list[str] = field(default_factory=list)  # all columns, declared order (empty: the physical ones)
     watermark: tuple[str, Expression] | None = None
+    primary_key: tuple[str, ...] = ()  # PRIMARY KEY (..) NOT ENFORCED
+    partition_keys: tuple[str, ...] = ()  # PARTITIONED BY (..)
 
 
 @dataclass

@@ -28,6 +28,8 @@ class CreateTable:
     computed: list[tuple[str, Expression]] = field(default_factory=list)  # `name AS expr`
     order: list[str] = field(default_factory=list)  # every column in declared order
     watermark: tuple[str, Expression] | None = None  # WATERMARK FOR column AS expression
+    primary_key: tuple[str, ...] = ()  # PRIMARY KEY (..) NOT ENFORCED
+    partition_keys: tuple[str, ...] = ()  # PARTITIONED BY (..)
 
 
 @dataclass
@@ -201,6 +203,8 @@ def _create(tree: exp.Create, watermark: tuple[str, Expression] | None = None) -
     columns: list[tuple[str, DataType]] = []
     computed: list[tuple[str, Expression]] = []
     order: list[str] = []
+    primary_key: tuple[str, ...] = ()
+    partition_keys: tuple[str, ...] = ()
     for item in schema.expressions:
         if isinstance(item, exp.ColumnDef):
             order.append(item.name)
@@ -215,11 +219,13 @@ def _create(tree: exp.Create, watermark: tuple[str, Expression] | None = None) -
             for c in constraints:
                 if isinstance(c.kind, exp.NotNullColumnConstraint) and not c.kind.args.get("allow_null"):
                     t = t.not_null()
+                elif isinstance(c.kind, exp.PrimaryKeyColumnConstraint):
+                    primary_key = _primary_key(primary_key, [item.name], c.kind.args.get("options"))
                 else:
                     raise NotSupportedYet(f"column constraint {c.sql(DIALECT)} on {item.name!r}")
             columns.append((item.name, t))
         elif isinstance(item, exp.PrimaryKey):
-            raise NotSupportedYet("PRIMARY KEY (upsert sinks)")
+            primary_key = _primary_key(primary_key, [i.name for i in item.expressions], item.args.get("options"))
         else:
             raise NotSupportedYet(f"table element {item.sql(DIALECT)}")
     options: dict[str, str] = {}
@@ -230,9 +236,33 @@ def _create(tree: exp.Create, watermark: tuple[str, Expression] | None = None) -
             options[prop.this.this] = prop.args["value"].this
         elif isinstance(prop, exp.TemporaryProperty):
             continue
+        elif isinstance(prop, exp.PartitionedByProperty) and isinstance(prop.this, exp.Schema):
+            partition_keys = tuple(i.name for i in prop.this.expressions)
         else:
             raise NotSupportedYet(f"table property {prop.sql(DIALECT)}")
     if watermark is not None and watermark[0] not in order:
         raise ValidationException(f"WATERMARK FOR {watermark[0]!r}: no such column in table {name!r} "
                                   f"(columns: {', '.join(order)})")
-    return CreateTable(name, columns, options, if_not_exists, computed, order, watermark)
+    for key in primary_key + partition_keys:
+        if key not in [n for n, _ in columns]:
+            what = "PRIMARY KEY" if key in primary_key else "PARTITIONED BY"
+            raise ValidationException(f"{what} column {key!r} is not a physical column of table {name!r} "
+                                      f"(columns: {', '.join(n for n, _ in columns)})")
+    # as Flink: the primary key's columns are NOT NULL
+    columns = [(n, t.not_null() if n in primary_key else t) for n, t in columns]
+    return CreateTable(name, columns, options, if_not_exists, computed, order, watermark, primary_key,
+                       partition_keys)
+
+
+_NOT_ENFORCED_ONLY = (
+    "Flink doesn't support ENFORCED mode for PRIMARY KEY constraint. ENFORCED/NOT ENFORCED controls if the "
+    "constraint checks are performed on the incoming/outgoing data. Flink does not own the data therefore the "
+    "only supported mode is the NOT ENFORCED mode")
+
+
+def _primary_key(existing: tuple[str, ...], names: list[str], options: list[str] | None) -> tuple[str, ...]:
+    if existing:
+        raise ValidationException("Duplicate primary key definition")
+    if not any(str(o).upper() == "NOT ENFORCED" for o in options or []):
+        raise ValidationException(_NOT_ENFORCED_ONLY)
+    return tuple(names)

@@ -1,7 +1,5 @@
-"""SQL connectors of this slice (`'connector' = ...` in CREATE TABLE): datagen (source), print and
-blackhole (sinks). Each validates its options up front: an unknown option lists the allowed ones.
-
-datagen follows Flink's options: `number-of-rows` (bounded), `rows-per-second` (default 10000),
+"""`'connector' = 'datagen'`: generated rows, with Flink's options: `number-of-rows` (bounded),
+`rows-per-second` (default 10000),
 `fields.<f>.kind` = random | sequence, sequence `start`/`end` (the source ends when a sequence is
 exhausted), random `min`/`max` (numbers), `length` (strings, default 100). Random values are drawn
 from a generator seeded by the row's index, so a restored job regenerates the same rows.
@@ -15,39 +13,12 @@ import string
 from typing import Any
 
 from strom.common.row import Row
-from strom.datastream.functions import SinkFunction
+from strom.common.watermark_strategy import WatermarkStrategy
+from strom.table.connectors.registry import ConnectorFactory, TableContext, register
 from strom.table.errors import NotSupportedYet, ValidationException
 from strom.table.types import DataType
 
-SOURCES = ("datagen",)
-SINKS = ("print", "blackhole")
-CONNECTORS = SOURCES + SINKS
-
-
-def validate_options(table: str, columns: list[tuple[str, DataType]], options: dict[str, str]) -> None:
-    connector = options.get("connector")
-    if connector is None:
-        raise ValidationException(f"table {table!r}: WITH needs 'connector' (one of: {', '.join(CONNECTORS)})")
-    if connector not in CONNECTORS:
-        raise NotSupportedYet(f"connector {connector!r} (table {table!r}); available: {', '.join(CONNECTORS)}")
-    allowed = {"connector"}
-    if connector == "datagen":
-        allowed |= {"number-of-rows", "rows-per-second"}
-        for name, _ in columns:
-            allowed |= {f"fields.{name}.{o}" for o in ("kind", "start", "end", "min", "max", "length")}
-    elif connector == "print":
-        allowed |= {"print-identifier", "standard-error", "sink.parallelism"}
-    elif connector == "blackhole":
-        pass
-    unknown = sorted(set(options) - allowed)
-    if unknown:
-        raise ValidationException(
-            f"table {table!r}: unsupported option {unknown[0]!r} for connector {connector!r}; "
-            f"allowed: {', '.join(sorted(allowed))}"
-        )
-    if connector == "datagen":
-        DatagenSpec(table, columns, options)  # validates kinds and bounds
-
+_FIELD_OPTIONS = ("kind", "start", "end", "min", "max", "length")
 
 def _int_option(table: str, options: dict[str, str], key: str) -> int | None:
     if key not in options:
@@ -141,8 +112,27 @@ _RANGES = {
 }
 
 
-class BlackHoleSink(SinkFunction):
-    """'connector' = 'blackhole': swallows every row (for benchmarks)."""
 
-    def invoke(self, value: Any, context: Any) -> None:
-        pass
+class DatagenFactory(ConnectorFactory):
+    identifier = "datagen"
+    bounded_hint = " (set 'number-of-rows')"
+
+    def optional_options(self, ctx: TableContext) -> set[str]:
+        return {"number-of-rows", "rows-per-second"} | {
+            f"fields.{name}.{o}" for name, _ in ctx.columns for o in _FIELD_OPTIONS}
+
+    def validate(self, ctx: TableContext) -> None:
+        DatagenSpec(ctx.name, ctx.columns, ctx.options)  # validates kinds and bounds
+
+    def is_bounded(self, ctx: TableContext) -> bool:
+        return DatagenSpec(ctx.name, ctx.columns, ctx.options).count is not None
+
+    def build_source(self, ctx: TableContext, env: Any, uid: str, *, batch: bool) -> Any:
+        from strom.connectors.datagen import DataGeneratorSource
+
+        spec = DatagenSpec(ctx.name, ctx.columns, ctx.options)
+        src = DataGeneratorSource(spec, spec.count, spec.rate)
+        return env.from_source(src, WatermarkStrategy.no_watermarks(), f"TableSourceScan[{ctx.display_name}]").uid(uid)
+
+
+register(DatagenFactory())
