@@ -71,11 +71,12 @@ class Table:
         return Table(self._t_env, top_n.sort_limit(self._node, order, fetch, self._t_env._final_only))
 
     def window(self, window: Any) -> GroupWindowedTable:
-        """A group window (strom.table.window.Tumble/Slide) to group by, as in PyFlink."""
+        """A group window (strom.table.window.Tumble/Slide/Session) to group by, as in PyFlink."""
         from strom.table.window import GroupWindow
 
         if not isinstance(window, GroupWindow):
-            raise TypeError(f"Table.window() takes Tumble/Slide windows (strom.table.window), got {window!r}")
+            raise TypeError(f"Table.window() takes Tumble/Slide/Session windows (strom.table.window), "
+                            f"got {window!r}")
         return GroupWindowedTable(self, window.checked())
 
     def join_lateral(self, table_function_call: Expression, join_predicate: Expression | None = None) -> Table:

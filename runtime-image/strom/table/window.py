@@ -1,8 +1,9 @@
 """`strom.table.window` (PyFlink's pyflink.table.window): group windows for `Table.window(...)`.
 
 `Tumble.over(lit(10).minutes).on(col('ts')).alias('w')` and
-`Slide.over(lit(10).minutes).every(lit(5).minutes).on(col('ts')).alias('w')`; the window's time column
-must be a time attribute. Session and Over windows are named here and refused when used.
+`Slide.over(lit(10).minutes).every(lit(5).minutes).on(col('ts')).alias('w')`,
+`Session.with_gap(lit(10).minutes).on(col('ts')).alias('w')`; the window's time column must be a time
+attribute. Over windows are named here and refused when used.
 """
 
 from __future__ import annotations
@@ -68,8 +69,9 @@ class Slide:
 
 class Session:
     @staticmethod
-    def with_gap(gap: Expression) -> Any:
-        raise NotSupportedYet("Session group windows")
+    def with_gap(gap: Expression) -> GroupWindow:
+        """Session.with_gap(lit(10).minutes).on(col('ts')).alias('w'): sessions separated by `gap` of no rows."""
+        return GroupWindow("SESSION", _millis(gap, "Session.with_gap"), None, None, None)
 
 
 class Over:

@@ -134,7 +134,15 @@ def window_aggregate(
     unnamed: str = "EXPR$",
 ) -> PlanNode:
     """GROUP BY a window (and `group_exprs`): a WindowAggregate whose rows end with `window_columns`
-    (window_start, window_end, window_time under the names the query may use)."""
+    (window_start, window_end, window_time under the names the query may use).
+
+    SESSION's PARTITION BY columns must be grouped by: sessions are kept per group key (the window
+    aggregate's key), so a partition column left out of GROUP BY would mix partitions into one session."""
+    grouped = {g.name for g in group_exprs if g.op == "col"}
+    missing = [p for p in window.partition if p not in grouped]
+    if missing:
+        raise ValidationException(f"SESSION window: PARTITION BY column {missing[0]!r} must be in GROUP BY "
+                                  f"(GROUP BY window_start, window_end, {', '.join(window.partition)})")
 
     def node(pre: CalcNode, agg_columns: Columns, agg_calls: list[AggCall]) -> PlanNode:
         return WindowAggregateNode(agg_columns + window_columns, input=pre, window=window,

@@ -15,7 +15,9 @@ from typing import Any
 from strom.common.watermark_strategy import Watermark, WatermarkGenerator, WatermarkOutput
 from strom.datastream.functions import AggregateFunction, ProcessWindowFunction
 from strom.datastream.window import (
+    EventTimeSessionWindows,
     EventTimeTrigger,
+    ProcessingTimeSessionWindows,
     ProcessingTimeTrigger,
     SlidingEventTimeWindows,
     SlidingProcessingTimeWindows,
@@ -115,7 +117,11 @@ class CumulativeEventTimeWindows(WindowAssigner):
 
 
 def window_assigner(spec: WindowSpec) -> WindowAssigner:
-    """The DataStream API's assigner for a window spec."""
+    """The DataStream API's assigner for a window spec (SESSION: the merging session assigner, whose
+    windows [first row, last row + gap) merge as rows bridge the gaps between them)."""
+    if spec.kind == "SESSION":
+        session = EventTimeSessionWindows if spec.event_time else ProcessingTimeSessionWindows
+        return session.with_gap(spec.size)
     if spec.kind == "TUMBLE":
         cls = TumblingEventTimeWindows if spec.event_time else TumblingProcessingTimeWindows
         return cls.of(spec.size)
@@ -157,7 +163,8 @@ class WindowAggAccumulate(AggregateFunction):
         return tuple(_Acc.value(a, s) for a, s in zip(self.aggs, accumulator, strict=True))
 
     def merge(self, acc_a: list[Any], acc_b: list[Any]) -> list[Any]:
-        raise TypeError("window aggregation does not merge windows (SESSION is not supported yet)")
+        """Two session windows became one: their accumulators combine (Flink's merge of accumulators)."""
+        return [_Acc.merge(agg, a, b) for agg, a, b in zip(self.aggs, acc_a, acc_b, strict=True)]
 
 
 class WindowAggEmit(ProcessWindowFunction):

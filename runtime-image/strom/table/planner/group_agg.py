@@ -59,6 +59,29 @@ class _Acc:
         return acc
 
     @staticmethod
+    def merge(agg: AggCall, acc: Any, other: Any) -> Any:
+        """`acc` with `other` folded in (session windows merging); a Python AggregateFunction must implement
+        merge(accumulator, accumulators), as Flink requires for session windows."""
+        if agg.udaf is not None:
+            f = agg.udaf.function
+            if not callable(getattr(f, "merge", None)):
+                raise TypeError(f"aggregate function {agg.udaf.name!r} must implement merge(accumulator, "
+                                "accumulators) to run in a SESSION window")
+            agg.udaf.shared_invoker().call(f.merge, acc, [other])
+            return acc
+        if isinstance(acc, dict):
+            for v, n in other.items():
+                total = acc.get(v, 0) + n
+                if total:
+                    acc[v] = total
+                else:
+                    acc.pop(v, None)
+            return acc
+        if agg.function == "count":
+            return acc + other
+        return [acc[0] + other[0], acc[1] + other[1]]
+
+    @staticmethod
     def value(agg: AggCall, acc: Any) -> Any:
         if agg.udaf is not None:
             return agg.udaf.shared_invoker().call(agg.udaf.function.get_value, acc)

@@ -176,12 +176,16 @@ class DataStreamScanNode(PlanNode):
 class WindowSpec:
     """An event- or processing-time window of a window TVF or group window; sizes in milliseconds."""
 
-    kind: str  # TUMBLE, HOP, CUMULATE
-    size: int
+    kind: str  # TUMBLE, HOP, CUMULATE, SESSION
+    size: int  # SESSION: the gap
     slide: int | None = None  # HOP's slide, CUMULATE's step
     event_time: bool = True
+    partition: tuple[str, ...] = ()  # SESSION's PARTITION BY columns (the window aggregation must group by them)
 
     def describe(self) -> str:
+        if self.kind == "SESSION":
+            part = f"partitionBy=[{', '.join(self.partition)}], " if self.partition else ""
+            return f"SESSION({part}gap=[{self.size} ms], {'rowtime' if self.event_time else 'proctime'})"
         slide = {"HOP": f", slide=[{self.slide} ms]", "CUMULATE": f", step=[{self.slide} ms]"}.get(self.kind, "")
         return f"{self.kind}(size=[{self.size} ms]{slide}, {'rowtime' if self.event_time else 'proctime'})"
 

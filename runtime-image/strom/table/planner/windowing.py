@@ -1,6 +1,8 @@
-"""Planning time attributes and windows: watermarks on tables, window TVFs (TUMBLE, HOP, CUMULATE) with
-window aggregation, and the legacy group windows (`GROUP BY TUMBLE(ts, INTERVAL ...)` with
-TUMBLE_START/TUMBLE_END/TUMBLE_ROWTIME, and the Table API's Tumble/Slide), all onto WindowAggregate.
+"""Planning time attributes and windows: watermarks on tables, window TVFs (TUMBLE, HOP, CUMULATE, SESSION)
+with window aggregation, and the legacy group windows (`GROUP BY TUMBLE|HOP|SESSION(ts, INTERVAL ...)` with
+TUMBLE_START/_END/_ROWTIME etc., and the Table API's Tumble/Slide/Session), all onto WindowAggregate.
+SESSION windows merge on the DataStream session window operator: a session is [first row, last row + gap),
+per group key, fired when the watermark passes its end; rows behind the watermark are late and dropped.
 
 Flink's rules kept here: a window's time column must be a time attribute (a rowtime declared by a
 watermark, or PROCTIME()); a window aggregation groups by both window_start and window_end (else the TVF
@@ -59,7 +61,8 @@ def _window_columns(time_type: DataType, names: tuple[str, str, str]) -> Columns
 def window_tvf(source: PlanNode, tvf: Any) -> tuple[PlanNode, WindowSpec, Columns]:
     """The TVF's input, its window, and the columns it appends (window_start, window_end, window_time)."""
     t = _time_attribute(source, tvf.time_column, f"window TVF {tvf.kind} over {tvf.table!r}")
-    window = WindowSpec(tvf.kind, tvf.size, tvf.slide, event_time=t.time_attr == "ROWTIME")
+    window = WindowSpec(tvf.kind, tvf.size, tvf.slide, event_time=t.time_attr == "ROWTIME",
+                        partition=tuple(tvf.partition or ()))
     return source, window, _window_columns(t, WINDOW_COLUMNS)
 
 
@@ -73,6 +76,9 @@ def non_window_keys(group_by: list[Expression] | None) -> list[Expression]:
 
 
 def window_table_function(source: PlanNode, tvf: Any, window: WindowSpec, window_columns: Columns) -> PlanNode:
+    if window.kind == "SESSION":
+        raise NotSupportedYet(f"SESSION window TVF over {tvf.table!r} without a window aggregation (GROUP BY "
+                              f"window_start, window_end, ..)")
     clash = [n for n, _ in window_columns if n in source.names()]
     if clash:
         raise ValidationException(f"window TVF {tvf.kind} over {tvf.table!r}: the table already has a column "
@@ -82,9 +88,11 @@ def window_table_function(source: PlanNode, tvf: Any, window: WindowSpec, window
 
 
 # -- legacy group windows -------------------------------------------------------------------------
-_GROUP_WINDOWS = {"tumble": 2, "hop": 3}
+_GROUP_WINDOWS = {"tumble": 2, "hop": 3, "session": 2}
 _AUXILIARY = {"tumble_start": 0, "tumble_end": 1, "tumble_rowtime": 2, "hop_start": 0, "hop_end": 1,
-              "hop_rowtime": 2}
+              "hop_rowtime": 2, "session_start": 0, "session_end": 1, "session_rowtime": 2}
+_USAGE = {"tumble": "TUMBLE(time_attr, size)", "hop": "HOP(time_attr, slide, size)",
+          "session": "SESSION(time_attr, gap)"}
 _LEGACY_NAMES = ("w$start", "w$end", "w$rowtime")
 
 
@@ -108,19 +116,20 @@ def _interval_ms(e: Expression, where: str) -> int:
 def legacy_window(call: Expression, source: PlanNode) -> tuple[WindowSpec, str]:
     name = call.name.upper()
     if len(call.args) != _GROUP_WINDOWS[call.name] or call.args[0].op != "col":
-        usage = "TUMBLE(time_attr, size)" if call.name == "tumble" else "HOP(time_attr, slide, size)"
-        raise ValidationException(f"{call.sql()}: expected {usage}")
+        raise ValidationException(f"{call.sql()}: expected {_USAGE[call.name]}")
     column = call.args[0].name
     t = _time_attribute(source, column, f"group window {name}")
     sizes = [_interval_ms(a, call.sql()) for a in call.args[1:]]
-    if call.name == "tumble":
-        return WindowSpec("TUMBLE", sizes[0], None, t.time_attr == "ROWTIME"), column
+    if call.name in ("tumble", "session"):
+        return WindowSpec(call.name.upper(), sizes[0], None, t.time_attr == "ROWTIME"), column
     return WindowSpec("HOP", sizes[1], sizes[0], t.time_attr == "ROWTIME"), column
 
 
 def _replace_auxiliary(e: Expression, window: Expression) -> Expression:
     """TUMBLE_START(ts, INTERVAL ..) -> the window's start column (its arguments must match GROUP BY's)."""
     if e.op == "call" and e.name in _AUXILIARY:
+        if e.name.split("_")[0] != window.name:
+            raise ValidationException(f"{e.sql()} does not match the group window {window.sql()} of GROUP BY")
         if [a.sql() for a in e.args] != [a.sql() for a in window.args]:
             raise ValidationException(f"{e.sql()} does not match the group window {window.sql()} of GROUP BY")
         return col(_LEGACY_NAMES[_AUXILIARY[e.name]])

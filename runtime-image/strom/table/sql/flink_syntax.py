@@ -1,7 +1,7 @@
 """Flink SQL syntax that sqlglot does not read, cut out of a statement before it is parsed.
 
 `WATERMARK FOR ts AS <expr>` in CREATE TABLE's column list and the window TVFs in FROM,
-`TABLE(TUMBLE|HOP|CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL ...))`, are found here by scanning the text
+`TABLE(TUMBLE|HOP|CUMULATE|SESSION(TABLE t, DESCRIPTOR(ts), INTERVAL ...))`, are found here by scanning the text
 (quotes and parentheses respected); what is cut is replaced by blanks (a TVF by a placeholder table name)
 so that sqlglot's line and column numbers in later errors still point into the user's text.
 """
@@ -101,14 +101,16 @@ def extract_watermark(text: str, parse_expression: ParseExpression) -> tuple[str
 
 @dataclass
 class WindowTVF:
-    """`TABLE(TUMBLE|HOP|CUMULATE(TABLE t, DESCRIPTOR(ts), ...))`; sizes in milliseconds."""
+    """`TABLE(TUMBLE|HOP|CUMULATE(TABLE t, DESCRIPTOR(ts), ...))` and
+    `TABLE(SESSION(TABLE t [PARTITION BY k, ..], DESCRIPTOR(ts), gap))`; sizes in milliseconds."""
 
-    kind: str  # TUMBLE, HOP, CUMULATE
+    kind: str  # TUMBLE, HOP, CUMULATE, SESSION
     table: str
     time_column: str
-    size: int
+    size: int  # SESSION: the gap
     slide: int | None = None  # HOP's slide, CUMULATE's step
     alias: str | None = None
+    partition: list[str] | None = None  # SESSION's PARTITION BY columns
 
 
 # Window TVFs found in statements, by the placeholder table name that stands for them in the parsed tree
@@ -116,7 +118,34 @@ class WindowTVF:
 WINDOW_TVFS: dict[str, WindowTVF] = {}
 _TVF_IDS = itertools.count()
 _TVF_ARGS = {"TUMBLE": "TUMBLE(TABLE t, DESCRIPTOR(ts), size)", "HOP": "HOP(TABLE t, DESCRIPTOR(ts), slide, size)",
-             "CUMULATE": "CUMULATE(TABLE t, DESCRIPTOR(ts), step, max size)"}
+             "CUMULATE": "CUMULATE(TABLE t, DESCRIPTOR(ts), step, max size)",
+             "SESSION": "SESSION(TABLE t [PARTITION BY k], DESCRIPTOR(ts), gap)"}
+
+
+# sqlglot reads SESSION as a keyword; the legacy group window `SESSION(ts, gap)` is renamed to a function name
+# of the same length (columns in later errors stay right) that the translator maps back to SESSION
+SESSION_FUNCTION = "SESSWIN"
+
+
+def _rename_session_calls(text: str) -> str:
+    out, last = [], 0
+    for m in re.finditer(r"\bSESSION(?=\s*\()", text, re.IGNORECASE):
+        if _in_quotes(text, m.start()):
+            continue
+        out += [text[last : m.start()], SESSION_FUNCTION]
+        last = m.end()
+    return "".join(out) + text[last:]
+
+
+def _in_quotes(text: str, pos: int) -> bool:
+    quote = None
+    for c in text[:pos]:
+        if quote:
+            if c == quote:
+                quote = None
+        elif c in "'`\"":
+            quote = c
+    return quote is not None
 
 
 def extract_window_tvfs(text: str, parse_expression: ParseExpression) -> str:
@@ -124,14 +153,12 @@ def extract_window_tvfs(text: str, parse_expression: ParseExpression) -> str:
     while True:
         m = re.compile(r"\bTABLE\s*\(\s*(\w+)\s*\(", re.IGNORECASE).search(text, start)
         if m is None:
-            return text
+            return _rename_session_calls(text)
         kind = m.group(1).upper()
         where = _line_col(text, m.start(1))
         if re.search(r"\bLATERAL\s*$", text[: m.start()], re.IGNORECASE):
             start = m.end()  # LATERAL TABLE(f(..)): a Python table function, which sqlglot reads itself
             continue
-        if kind == "SESSION":
-            raise NotSupportedYet(f"SESSION window TVF (at {where})")
         if kind not in _TVF_ARGS:
             raise NotSupportedYet(f"table function {kind} in FROM (at {where})")
         outer_open = text.index("(", m.start())
@@ -139,22 +166,30 @@ def extract_window_tvfs(text: str, parse_expression: ParseExpression) -> str:
         inner_open = m.end() - 1
         inner_close = _closing(text, inner_open)
         args = [a.strip() for _, a in _split_top(text[inner_open + 1 : inner_close])]
+        descriptor = next((i for i, a in enumerate(args) if re.match(r"DESCRIPTOR\s*\(", a, re.IGNORECASE)), 1)
+        if descriptor > 1:  # SESSION(TABLE t PARTITION BY a, b, ...): the partition list has top-level commas
+            args = [", ".join(args[:descriptor]), *args[descriptor:]]
         usage = f"{kind} takes {_TVF_ARGS[kind]} (at {where})"
         if any("=>" in a for a in args):
             raise NotSupportedYet(f"named arguments in window TVF {kind} (at {where})")
-        expected = 3 if kind == "TUMBLE" else 4
+        expected = 3 if kind in ("TUMBLE", "SESSION") else 4
         if len(args) == expected + 1:
             raise NotSupportedYet(f"window TVF {kind} with an offset (at {where})")
         if len(args) != expected:
             raise SqlParserException(f"window TVF: {usage}")
-        t = re.fullmatch(r"TABLE\s+(`[^`]+`|[\w.]+)", args[0], re.IGNORECASE)
+        t = re.fullmatch(r"TABLE\s+(`[^`]+`|[\w.]+)(\s+PARTITION\s+BY\s+(.+))?", args[0], re.IGNORECASE | re.DOTALL)
         d = re.fullmatch(r"DESCRIPTOR\s*\(\s*(`[^`]+`|\w+)\s*\)", args[1], re.IGNORECASE)
-        if t is None or d is None:
+        if t is None or d is None or (t.group(2) and kind != "SESSION"):
             raise SqlParserException(f"window TVF: {usage}")
+        partition = None
+        if t.group(3):
+            partition = [p.strip().strip("`") for p in t.group(3).split(",")]
+            if not all(re.fullmatch(r"\w+", p) for p in partition):
+                raise SqlParserException(f"window TVF: PARTITION BY takes column names; {usage}")
         sizes = [_interval_millis(parse_expression(a), a, usage) for a in args[2:]]
         name = f"__strom_window_tvf_{next(_TVF_IDS)}"
-        if kind == "TUMBLE":
-            tvf = WindowTVF(kind, t.group(1).strip("`"), d.group(1).strip("`"), sizes[0])
+        if kind in ("TUMBLE", "SESSION"):
+            tvf = WindowTVF(kind, t.group(1).strip("`"), d.group(1).strip("`"), sizes[0], partition=partition)
         else:
             tvf = WindowTVF(kind, t.group(1).strip("`"), d.group(1).strip("`"), sizes[1], sizes[0])
             if kind == "CUMULATE" and tvf.size % sizes[0]:
