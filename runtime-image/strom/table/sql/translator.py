@@ -36,7 +36,7 @@ _AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp
 
 # Flink functions sqlglot reads as anonymous calls, translated by name (the planner checks their arguments)
 FUNCTIONS = {"TO_TIMESTAMP_LTZ", "PROCTIME", "TUMBLE", "HOP", "TUMBLE_START", "TUMBLE_END", "TUMBLE_ROWTIME",
-             "HOP_START", "HOP_END", "HOP_ROWTIME"}
+             "HOP_START", "HOP_END", "HOP_ROWTIME", "SESSWIN", "SESSION_START", "SESSION_END", "SESSION_ROWTIME"}
 _UNITS = {"MILLISECOND": 0.001, "SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
 
 
@@ -158,7 +158,8 @@ class Translator:
         if udf is not None:
             return udf
         if isinstance(node, exp.Anonymous) and node.name.upper() in FUNCTIONS:
-            return Expression("call", node.name.lower(), tuple(self.expr(a) for a in node.expressions))
+            name = "session" if node.name.upper() == "SESSWIN" else node.name.lower()  # see flink_syntax
+            return Expression("call", name, tuple(self.expr(a) for a in node.expressions))
         if isinstance(node, exp.Window):
             return self._over(node)
         if isinstance(node, (exp.Subquery, exp.Exists)):
