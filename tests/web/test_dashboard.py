@@ -237,7 +237,7 @@ def test_a_vertex_panel_lists_each_subtasks_watermark_as_the_rest_api_does(
     c, job_id = cluster
     (widest,) = [v for v in c.get(f"/jobs/{job_id}")["vertices"] if v["parallelism"] == 2]
     page.goto(_url(c, f"jobs/{job_id}/overview/{widest['id']}"))
-    rows = page.locator("[data-table=watermarks] tr[data-subtask]")
+    rows = page.locator("[data-table=watermarks] tr[data-watermark-subtask]")
     expect(rows).to_have_count(2, timeout=WAIT_MS)
     watermarks = c.get(f"/jobs/{job_id}/vertices/{widest['id']}/watermarks")
     assert sorted(w["id"] for w in watermarks) == ["0.currentInputWatermark", "1.currentInputWatermark"]

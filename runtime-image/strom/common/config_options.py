@@ -248,6 +248,27 @@ TABLE_STATE_TTL = option(
     "table.exec.state.ttl", "duration", 0,
     "Table API & SQL: how long a key's idle state (regular join rows) is kept; 0 keeps it forever.",
 )
+TABLE_LOCAL_TIME_ZONE = option(
+    "table.local-time-zone", "str", "default",
+    "Table API & SQL: the session time zone for TIMESTAMP_LTZ display and CURRENT_TIMESTAMP, LOCALTIMESTAMP, "
+    "UNIX_TIMESTAMP, FROM_UNIXTIME ('default' = the process's zone, a region id such as 'Asia/Shanghai', 'UTC', "
+    "or 'GMT+08:00').",
+)
+TABLE_DML_SYNC = option(
+    "table.dml-sync", "bool", False,
+    "Table API & SQL: execute_sql of INSERT waits for its job to finish (Flink's SQL client option).",
+)
+TABLE_MINI_BATCH_ENABLED = option(
+    "table.exec.mini-batch.enabled", "bool", False,
+    "Table API & SQL: buffer input for aggregations (performance only; Strom's operators already work on batches).",
+)
+TABLE_MINI_BATCH_LATENCY = option(
+    "table.exec.mini-batch.allow-latency", "duration", 0,
+    "Table API & SQL: the mini-batch buffering latency (accepted; performance only).",
+)
+TABLE_MINI_BATCH_SIZE = option(
+    "table.exec.mini-batch.size", "int", -1, "Table API & SQL: rows per mini-batch (accepted; performance only).",
+)
 OPERATOR_CHAINING = option(
     "pipeline.operator-chaining.enabled",
     "bool",
@@ -398,6 +419,10 @@ DATA_PORT = option(
 )
 # Flink's PrometheusReporter port: one port or a range ('9250-9260'); the first free one is bound
 PROM_PORT = option("metrics.reporter.prom.port", "ports", "9249", "Prometheus exporter port or port range.")
+
+# -- log files (strom.runtime.log_files): Flink's keys; unset = stderr only ---------------------------
+LOG_DIR = option("env.log.dir", "str", "", "Directory of the processes' .log and .out files ('' = stderr only).")
+LOG_FILE = option("log.file", "str", "", "This process's log file (over env.log.dir); its stdout: same name, .out.")
 
 # -- bookkeeping: how much of the past the JobManager keeps (Flink's keys and defaults) ----------------
 EXCEPTION_HISTORY_SIZE = option(

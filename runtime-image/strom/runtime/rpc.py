@@ -224,3 +224,26 @@ async def read_message(reader: asyncio.StreamReader) -> Any:
 def encode_message(message: Any) -> bytes:
     data = pickle.dumps(message, protocol=5)
     return _LEN.pack(len(data)) + data
+
+
+# -- logs: the JobManager asks a TaskManager for its log files (REST /taskmanagers/:id/logs...) -----
+@dataclass(frozen=True, slots=True)
+class LogRequest:
+    """JobManager -> TaskManager. `kind`: "list" (the log directory), "file" (`name` in it), "log" (the
+    process's log file) or "stdout" (its .out file). The TaskManager answers with a `LogAnswer`."""
+
+    request_id: int
+    kind: str
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LogAnswer:
+    """TaskManager -> JobManager: `status` 200 with `files` (name, size, mtime ms) or `text` (the file's
+    last bytes), else an HTTP status and the one-line `error` the REST client gets."""
+
+    request_id: int
+    status: int = 200
+    files: tuple[tuple[str, int, int], ...] = ()
+    text: bytes = b""
+    error: str = ""

@@ -1,5 +1,6 @@
 // The dashboard's shell: reads GET /config once (refresh interval, enabled actions), routes by the URL's
-// hash (#/overview, #/jobs, #/jobs/<id>/<tab>[/<vertex id>], #/taskmanagers, #/jobmanager) and re-renders the current
+// hash (#/overview, #/jobs, #/jobs/<id>/<tab>[/<vertex id>], #/taskmanagers[/<id>[/log|stdout|logs[/<file>]]],
+// #/jobmanager[/log|stdout|logs[/<file>]]) and re-renders the current
 // page every web.refresh-interval ms without reloading. A failed REST call shows its message in the page.
 import { getJson } from "./rest.js";
 import { h } from "./dom.js";
@@ -34,8 +35,8 @@ function pageFor(r) {
   switch (r.page) {
     case "overview": return overviewPage();
     case "jobs": return r.id ? jobPage(r.id, r.tab, r.sub, ctx) : jobsPage();
-    case "taskmanagers": return r.id ? taskManagerPage(decodeURIComponent(r.id)) : taskManagersPage();
-    case "jobmanager": return jobManagerPage();
+    case "taskmanagers": return r.id ? taskManagerPage(decodeURIComponent(r.id), r.tab, r.sub) : taskManagersPage();
+    case "jobmanager": return jobManagerPage(r.id, r.tab);
     default: return Promise.resolve(h("section", { "data-page": "not-found" },
       h("h1", null, "Page not found"), h("p", { class: "error" }, `No page ${location.hash}.`)));
   }

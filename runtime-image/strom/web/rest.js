@@ -35,6 +35,23 @@ async function call(method, path, body) {
 }
 
 export const getJson = (path) => call("GET", path);
+
+// A log file's text (text/plain); a refusal still arrives as Flink's JSON {"errors"}.
+export async function getText(path) {
+  let response;
+  try {
+    response = await fetch(path, { headers: { Accept: "text/plain" }, cache: "no-store" });
+  } catch (e) {
+    throw new RestError("GET", path, 0, e.message);
+  }
+  const text = await response.text();
+  if (response.ok) return text;
+  let detail = response.statusText;
+  try {
+    detail = JSON.parse(text).errors.join("; ");
+  } catch (e) { /* not Flink's error body: the status text says it */ }
+  throw new RestError("GET", path, response.status, detail);
+}
 const job = (jid) => `/jobs/${encodeURIComponent(jid)}`;
 export const cancelJob = (jid) => call("PATCH", `${job(jid)}?mode=cancel`);
 // Both answer {"request-id"}; the savepoint lands in state.savepoints.dir (the page names no target).

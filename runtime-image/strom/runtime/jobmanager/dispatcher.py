@@ -29,8 +29,10 @@ from strom.runtime.jobmanager.checkpointing import validate_cluster_checkpointin
 from strom.runtime.jobmanager.high_availability import CheckpointPointer, HaServices, ha_services_for
 from strom.runtime.jobmanager.job_configuration import effective_job_configuration
 from strom.runtime.jobmanager.job_master import TERMINAL_JOB_STATES, JobMaster
+from strom.runtime.jobmanager.log_requests import DispatcherLogs, TaskManagerLogRequests
 from strom.runtime.jobmanager.resource_manager import ResourceManager, TaskManagerRecord
 from strom.runtime.jobmanager.retention import FinishedJob, jobs_to_drop
+from strom.runtime.log_files import process_log_file
 from strom.runtime.metrics.registry import MetricRegistry
 from strom.runtime.metrics.snapshots import merge_snapshots
 from strom.runtime.network.addresses import check_bindable, metrics_bind, reachability_problem, rpc_bind
@@ -41,6 +43,7 @@ from strom.runtime.rpc import (
     AcknowledgeCheckpoint,
     DeclineCheckpoint,
     Heartbeat,
+    LogAnswer,
     MetricsReport,
     RegisterTaskManager,
     RegistrationAccepted,
@@ -84,6 +87,13 @@ class JobManager:
         # internal TLS contexts, built now so that bad material stops the process at its start
         self.tls = internal_tls(config)
         self.recovered_job_ids: list[str] = []
+        self.log_requests = TaskManagerLogRequests(self.send_to)  # REST /taskmanagers/:id/logs, over RPC
+
+    def cluster_logs(self) -> DispatcherLogs:
+        """The log files the REST endpoint serves: this process's (env.log.dir / log.file), each TaskManager's."""
+        return DispatcherLogs(
+            process_log_file(self.config, "jobmanager"), self.log_requests, self.rm.taskmanagers.__contains__
+        )
 
     def metrics_snapshot(self) -> Any:
         reports = [tm.metrics for tm in self.rm.taskmanagers.values() if tm.metrics]
@@ -213,6 +223,8 @@ class JobManager:
                     job = self.jobs.get(msg.job_id)
                     if job is not None:
                         job.on_task_update(msg)
+                elif isinstance(msg, LogAnswer):
+                    self.log_requests.answered(record.tm_id, msg)
                 elif isinstance(msg, AcknowledgeCheckpoint | DeclineCheckpoint):
                     job = self.jobs.get(msg.job_id)
                     if job is not None:
@@ -236,6 +248,7 @@ class JobManager:
 
     def _taskmanager_lost(self, record: TaskManagerRecord, reason: str) -> None:
         log.log(logging.INFO if self.stopping else logging.WARNING, "%s", reason)
+        self.log_requests.lost(record.tm_id)
         if self.stopping:  # the cluster is going down (SIGTERM reaches every process at once): no failover
             return
         for job in list(self.jobs.values()):

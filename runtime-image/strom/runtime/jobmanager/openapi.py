@@ -75,6 +75,8 @@ def _operation(
 _JOB = _path_param("jobid", dict(_FLINK_ID))
 _VERTEX = _path_param("vertexid", dict(_FLINK_ID))
 _TRIGGER = _path_param("triggerid")
+_TM = _path_param("tmid")
+_FILE = _path_param("filename")
 _GET = _query_param("get", "comma-separated metric names")
 _TARGET = {"type": "string", "description": "absolute URI: file:///path or s3://bucket/prefix"}
 _TRIGGER_ID = {"type": "string", "description": "optional client-chosen id ([0-9A-Za-z_-]{1,64})"}
@@ -194,8 +196,25 @@ def openapi_document(version: str) -> Json:
         "/taskmanagers": {"get": _operation("getTaskManagersOverview", "TaskManagers")},
         "/taskmanagers/{tmid}/metrics": {
             "get": _operation(
-                "getTaskManagerMetrics", "TaskManager metrics", params=[_path_param("tmid"), _GET], response=_LIST
+                "getTaskManagerMetrics", "TaskManager metrics", params=[_TM, _GET], response=_LIST
             )
+        },
+        # log files: text/plain, the last MiB; 404 when the process writes none (env.log.dir unset)
+        "/jobmanager/logs": {"get": _operation("getJobManagerLogList", "The JobManager's log directory")},
+        "/jobmanager/logs/{filename}": {
+            "get": _operation("getJobManagerLogFile", "A file of the JobManager's log directory", params=[_FILE])
+        },
+        "/jobmanager/log": {"get": _operation("getJobManagerLog", "The JobManager's log file")},
+        "/jobmanager/stdout": {"get": _operation("getJobManagerStdout", "The JobManager's stdout (.out file)")},
+        "/taskmanagers/{tmid}/logs": {
+            "get": _operation("getTaskManagerLogList", "A TaskManager's log directory", params=[_TM])
+        },
+        "/taskmanagers/{tmid}/logs/{filename}": {
+            "get": _operation("getTaskManagerLogFile", "A file of a TaskManager's log directory", params=[_TM, _FILE])
+        },
+        "/taskmanagers/{tmid}/log": {"get": _operation("getTaskManagerLog", "A TaskManager's log file", params=[_TM])},
+        "/taskmanagers/{tmid}/stdout": {
+            "get": _operation("getTaskManagerStdout", "A TaskManager's stdout (.out file)", params=[_TM])
         },
         OPENAPI_PATH: {"get": _operation("getOpenApi", "This document")},
     }

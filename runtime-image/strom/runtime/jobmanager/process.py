@@ -17,6 +17,7 @@ from typing import Any
 from strom.common import config_options as opts
 from strom.common.tls import rest_server_tls
 from strom.runtime.jobmanager.dispatcher import JobManager
+from strom.runtime.log_files import process_log_file, start_file_logging
 from strom.runtime.network.addresses import check_bindable, rest_bind
 
 log = logging.getLogger("strom.runtime.jobmanager")
@@ -37,7 +38,12 @@ async def start_rest(jm: JobManager) -> Any:
     try:
         submit = bool(jm.config.get(opts.WEB_SUBMIT_ENABLE))
         runner, port = await start_rest_server(
-            DispatcherView(jm), bind.host, port, submit_enabled=submit, ssl_context=rest_server_tls(jm.config)
+            DispatcherView(jm),
+            bind.host,
+            port,
+            submit_enabled=submit,
+            ssl_context=rest_server_tls(jm.config),
+            logs=jm.cluster_logs(),
         )
     except OSError as e:
         why = os.strerror(e.errno) if e.errno else str(e)
@@ -122,6 +128,7 @@ def run_jobmanager(
     that a restarted pod resumes the job instead of losing it."""
     if job is not None:
         config = with_application_mode_defaults(config)
+    start_file_logging(process_log_file(config, "jobmanager"))  # env.log.dir / log.file: Flink's files
     jmt = JobManagerThread(config)
     jm = jmt.start()
     print(

@@ -37,6 +37,7 @@ from strom.common.job_payload import JobPayloadError, check_header_compatible, r
 from strom.runtime.checkpoint import savepoints
 from strom.runtime.jobmanager import rest_messages as msg
 from strom.runtime.jobmanager.checkpoint_config_info import checkpoint_config_info
+from strom.runtime.jobmanager.log_requests import ClusterLogs, JobManagerOnlyLogs
 from strom.runtime.jobmanager.openapi import openapi_document
 from strom.runtime.jobmanager.read_model import (
     BadRequestError,
@@ -50,9 +51,11 @@ from strom.runtime.jobmanager.read_model import (
     VertexId,
     is_flink_id,
 )
+from strom.runtime.jobmanager.rest_logs import add_log_routes
 from strom.runtime.jobmanager.rest_requests import RUNNER_OPTIONS, MalformedRequestLog, read_body, read_json_object
 from strom.runtime.jobmanager.savepoint_operations import TriggerResults
 from strom.runtime.jobmanager.web_dashboard import DashboardSettings, add_dashboard_routes, dashboard_settings
+from strom.runtime.log_files import process_log_file
 
 log = logging.getLogger(__name__)
 
@@ -394,9 +397,11 @@ def create_rest_app(
     max_content_length: int = DEFAULT_MAX_CONTENT_LENGTH,
     submit_enabled: bool = True,
     refused_log: MalformedRequestLog | None = None,
+    logs: ClusterLogs | None = None,
 ) -> web.Application:
     """The REST application; `clock` (epoch ms) is injectable so tests control "now";
-    `submit_enabled` is `web.submit.enable` (POST /jobs answers 403 when False)."""
+    `submit_enabled` is `web.submit.enable` (POST /jobs answers 403 when False); `logs` serves the log
+    paths (default: the JobManager's own files by its configuration, no TaskManager's)."""
     app = web.Application(middlewares=[_flink_errors], client_max_size=max_content_length)
     app[VIEW_KEY] = view
     # disposal results are kept rest.async.store-duration after they completed (Flink's default 5 min)
@@ -437,6 +442,7 @@ def create_rest_app(
     r.add_get("/jobs/{jobid}/vertices/{vertexid}/watermarks", vertex_watermarks)
     r.add_get("/taskmanagers", taskmanagers)
     r.add_get("/taskmanagers/{tmid}/metrics", taskmanager_metrics)
+    add_log_routes(app, logs or JobManagerOnlyLogs(process_log_file(view.config(), "jobmanager")))
     add_dashboard_routes(app)  # the web dashboard at / (strom.web), reading the routes above
     return app
 
@@ -455,11 +461,12 @@ async def start_rest_server(
     clock: Callable[[], int] | None = None,
     submit_enabled: bool = True,
     ssl_context: ssl.SSLContext | None = None,
+    logs: ClusterLogs | None = None,
 ) -> tuple[web.AppRunner, int]:
     """Serve the REST API on host:port (0 = any free port), over HTTPS with `ssl_context`
     (`strom.common.tls.rest_server_tls`: mutual when it requires client certificates); returns the
     runner (call `await runner.cleanup()` to stop) and the bound port."""
-    runner = rest_runner(create_rest_app(view, clock=clock, submit_enabled=submit_enabled))
+    runner = rest_runner(create_rest_app(view, clock=clock, submit_enabled=submit_enabled, logs=logs))
     await runner.setup()
     site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     try:

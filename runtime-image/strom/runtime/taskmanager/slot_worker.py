@@ -15,8 +15,10 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import cloudpickle
@@ -32,6 +34,7 @@ from strom.runtime.checkpoint.options import snapshot_staging_dir
 from strom.runtime.checkpoint.storage import checkpoint_storage_for
 from strom.runtime.checkpoint.task_snapshots import AsyncSnapshotWriter, OperatorStateHandle, restore_operators
 from strom.runtime.execution_graph import RemoteChannels, build_subtasks
+from strom.runtime.log_files import add_log_file_handler
 from strom.runtime.metrics import MetricGroup
 from strom.runtime.metrics.registry import MetricRegistry
 from strom.runtime.rpc import (
@@ -242,6 +245,7 @@ def worker_main(
     log_level: str = "WARNING",
     tm_id: str = "",
     tls_settings: StoreSettings | None = None,
+    log_file: str = "",
 ) -> None:
     """Entry point of the worker process (multiprocessing spawn target). `tls_settings` are the
     TaskManager's internal TLS settings (contexts cannot be pickled; the material is read again here)."""
@@ -251,5 +255,8 @@ def worker_main(
     logging.basicConfig(
         level=log_level, format=f"%(asctime)s slot-{slot_index} pid-{os.getpid()} %(levelname)s %(message)s"
     )
+    if log_file:  # the TaskManager's log file (env.log.dir / log.file): user functions' records land there too
+        add_log_file_handler(Path(log_file), prefix=f"slot-{slot_index} pid-{os.getpid()} ")
+        sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr] # a print() reaches .out at once
     tls = internal_contexts(tls_settings) if tls_settings is not None else None
     SlotWorker(conn, slot_index=slot_index, host=host, data_port=data_port, secret=secret, tls=tls, tm_id=tm_id).serve()

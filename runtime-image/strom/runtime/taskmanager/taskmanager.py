@@ -28,6 +28,7 @@ from typing import Any
 
 from strom.common import config_options as opts
 from strom.common.tls import internal_contexts, internal_settings
+from strom.runtime.log_files import answer_log_request, process_log_file, start_file_logging
 from strom.runtime.metrics.registry import MetricRegistry, process_rss_bytes
 from strom.runtime.metrics.snapshots import merge_snapshots
 from strom.runtime.network.addresses import (
@@ -47,6 +48,7 @@ from strom.runtime.rpc import (
     DeploySlot,
     FramedSocket,
     Heartbeat,
+    LogRequest,
     MetricsReport,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
@@ -114,6 +116,8 @@ class TaskManager:
         self._mp = multiprocessing.get_context("spawn")
         self.heartbeat_interval_s = 10.0
         self.log_level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
+        # where taskmanager_main writes its log and stdout (env.log.dir / log.file); served to the JobManager
+        self.log_file = process_log_file(config, f"taskmanager-{self.tm_id}")
         self.registry = MetricRegistry(config=config, tm_id=self.tm_id)
         self.registry.register_taskmanager_gauges(
             self.tm_id,
@@ -172,6 +176,7 @@ class TaskManager:
                 self.log_level,
                 self.tm_id,
                 self.tls_settings,
+                str(self.log_file or ""),
             ),
             daemon=True,
             name=f"strom-slot-{slot.index}",
@@ -361,6 +366,8 @@ class TaskManager:
                                     pass  # the slot died (its reader reports it): not a lost JobManager
                     elif isinstance(msg, TriggerCheckpoint | NotifyCheckpointComplete | NotifyCheckpointAborted):
                         self._to_slots_of(msg.job_id, msg.attempt, msg)
+                    elif isinstance(msg, LogRequest):  # a file's last MiB at most: answered inline
+                        self._to_jobmanager(answer_log_request(self.log_file, msg, process=f"TaskManager {self.tm_id}"))
                     elif isinstance(msg, Shutdown):
                         self._stopped.set()
                         break
@@ -433,6 +440,7 @@ def taskmanager_main(config: Any, *, jobmanager: JobManagerAddress) -> None:
     """Run a TaskManager until shut down; RegistrationError and BindAddressError carry the one line
     the command prints before it exits non-zero."""
     tm = TaskManager(config, jobmanager=jobmanager)
+    start_file_logging(tm.log_file)
     log.info("TaskManager %s (pid %d) with %d slots", tm.tm_id, os.getpid(), tm.num_slots)
     # SIGTERM/SIGINT raise KeyboardInterrupt here; serve() then stops the slot processes. Marked stopped
     # first, so that a slot the same signal ended (it reaches the whole process group) is not restarted.

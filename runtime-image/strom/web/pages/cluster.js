@@ -1,6 +1,7 @@
 // Cluster-wide pages, one per REST resource: /overview, /jobs/overview, /taskmanagers, /jobmanager/config.
 import { getJson } from "../rest.js";
 import { formatBytes, formatDuration, formatTime, h, keyValues, stateBadge, table } from "../dom.js";
+import { logsSection } from "./logs.js";
 
 const TERMINAL = new Set(["FINISHED", "CANCELED", "FAILED"]);
 
@@ -56,20 +57,36 @@ export async function taskManagersPage() {
       { "data-table": "taskmanagers" }));
 }
 
-export async function jobManagerPage() {
+// #/jobmanager: its configuration; #/jobmanager/{log,stdout,logs[/<name>]}: its log files.
+export async function jobManagerPage(view, name) {
+  const links = h("nav", { class: "tabs" }, [["", "Configuration"], ["/log", "Log"], ["/stdout", "Stdout"],
+    ["/logs", "Log list"]].map(([suffix, label]) => h("a", {
+    href: `#/jobmanager${suffix}`, class: (suffix.slice(1) || undefined) === view ? "active" : null,
+  }, label)));
+  if (view) {
+    return h("section", { "data-page": "jobmanager-logs" },
+      h("h1", null, h("a", { href: "#/jobmanager" }, "Job Manager"), " · logs"),
+      await logsSection("/jobmanager", "#/jobmanager", view, name));
+  }
   const config = await getJson("/jobmanager/config");  // secrets arrive masked (Flink's isSensitive)
   const sorted = [...config].sort((a, b) => a.key.localeCompare(b.key));
-  return h("section", { "data-page": "jobmanager" }, h("h1", null, "Job Manager configuration"),
+  return h("section", { "data-page": "jobmanager" }, h("h1", null, "Job Manager configuration"), links,
     keyValues(sorted.map((e) => [e.key, e.value]), { "data-table": "jobmanager-config" }));
 }
 
 // One TaskManager: its entry of /taskmanagers (Strom has no /taskmanagers/:id) and /taskmanagers/:id/metrics.
-export async function taskManagerPage(id) {
+export async function taskManagerPage(id, view, name) {
   const tm = (await getJson("/taskmanagers")).taskmanagers.find((t) => t.id === id);
   if (!tm) {
     return h("section", { "data-page": "taskmanager-not-found" }, h("h1", null, "Task Manager not found"),
       h("p", { class: "error" }, `No TaskManager ${id} is registered with this JobManager.`),
       h("p", null, h("a", { href: "#/taskmanagers" }, "All Task Managers")));
+  }
+  const hashBase = `#/taskmanagers/${encodeURIComponent(id)}`;
+  if (view) {
+    return h("section", { "data-page": "taskmanager-logs", "data-taskmanager-id": tm.id },
+      h("h1", null, h("a", { href: hashBase }, `Task Manager ${tm.id}`), " · logs"),
+      await logsSection(`/taskmanagers/${encodeURIComponent(id)}`, hashBase, view, name));
   }
   const path = `/taskmanagers/${encodeURIComponent(id)}/metrics`;
   const names = (await getJson(path)).map((m) => m.id).sort();
@@ -77,6 +94,7 @@ export async function taskManagerPage(id) {
   const memory = Object.entries(tm.memoryConfiguration || {}).map(([k, v]) => [k, formatBytes(v)]);
   return h("section", { "data-page": "taskmanager", "data-taskmanager-id": tm.id },
     h("h1", null, `Task Manager ${tm.id}`),
+    h("p", null, h("a", { href: `${hashBase}/log`, "data-link": "logs" }, "Logs and stdout")),
     h("div", { class: "stats" },
       stat("Slots", tm.slotsNumber, "slots"), stat("Free slots", tm.freeSlots, "free-slots"),
       stat("CPU cores", tm.hardware.cpuCores, "cpu-cores"),

@@ -61,7 +61,8 @@ function watermarkTable(watermarks) {
   const rows = watermarks.map((w) => {
     const subtask = w.id.split(".")[0];
     const shown = w.value === NO_WATERMARK ? "No watermark" : formatTime(Number(w.value));
-    return h("tr", { "data-subtask": subtask }, h("td", null, subtask), h("td", { "data-value": w.value }, shown));
+    return h("tr", { "data-watermark-subtask": subtask },
+      h("td", null, subtask), h("td", { "data-value": w.value }, shown));
   });
   return table(["Subtask", "Input watermark"], rows, { "data-table": "watermarks" });
 }
