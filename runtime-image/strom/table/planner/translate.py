@@ -25,6 +25,7 @@ from strom.table.planner.event_time import (
 )
 from strom.table.planner.group_agg import GlobalGroupMarker, GroupAggFunction
 from strom.table.planner.interval_join import IntervalJoinFunction
+from strom.table.planner.lookup_join import LookupJoinNode, translate_lookup_join
 from strom.table.planner.over_agg import OverAggFunction
 from strom.table.planner.plan import (
     CalcNode,
@@ -92,6 +93,9 @@ def _translate(node: PlanNode, env: Any, memo: dict[str, DataStream]) -> DataStr
     if isinstance(node, JoinNode):
         assert node.left is not None and node.right is not None
         return _join(node, translate(node.left, env, memo), translate(node.right, env, memo))
+    if isinstance(node, LookupJoinNode):
+        assert node.input is not None
+        return translate_lookup_join(node, translate(node.input, env, memo), env.get_configuration())
     if isinstance(node, CorrelateNode):
         assert node.input is not None
         source = translate(node.input, env, memo)
@@ -194,7 +198,7 @@ class _StreamRecordToRow(ProcessFunction):
     def process_element(self, value: Any, ctx: Any) -> Iterator[Row]:
         if isinstance(value, Row) and getattr(value, "_fields", None):
             fields = [value[f] for f in self.physical]
-        elif isinstance(value, tuple):
+        elif isinstance(value, tuple | Row):
             fields = list(value)
         else:
             fields = [value]
