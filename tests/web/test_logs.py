@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 import textwrap
 import urllib.error
 import urllib.request
@@ -218,3 +220,19 @@ def test_a_jobmanager_without_log_files_says_which_key_to_set(page: Page) -> Non
         expect(page.locator("[data-field=log-missing]")).to_contain_text("set env.log.dir", timeout=WAIT_MS)
         page.goto(f"http://127.0.0.1:{port}/#/jobmanager/stdout")
         expect(page.locator("[data-field=log-missing]")).to_contain_text("404", timeout=WAIT_MS)
+
+
+def test_strom_run_with_env_log_dir_copies_the_jobs_prints_into_the_taskmanagers_out_file(tmp_path: Path) -> None:
+    """The mini-cluster passes env.log.dir to its TaskManagers: a print() reaches the terminal and the .out file."""
+    job = _printing_job(tmp_path)
+    log_dir = tmp_path / "logs"
+    run = subprocess.run(
+        [sys.executable, "-m", "strom.cli", "run", "-D", f"env.log.dir={log_dir}", job],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    expected = [f"{MARKER} {i}" for i in (1, 2, 3)]
+    assert [line for line in run.stdout.splitlines() if MARKER in line] == expected
+    (out,) = log_dir.glob("taskmanager-*.out")
+    assert out.read_text().splitlines() == expected
+    assert (log_dir / "jobmanager.log").is_file()

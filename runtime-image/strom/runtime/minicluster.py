@@ -26,6 +26,7 @@ from strom.datastream.stream_execution_environment import JobExecutionResult
 from strom.graph.job_graph import create_job_graph
 from strom.graph.stream_graph import StreamGraph
 from strom.runtime.jobmanager.client_savepoints import take_savepoint
+from strom.runtime.log_files import add_log_file_handler, process_log_file
 from strom.runtime.network import cluster_secret
 
 LOOPBACK = "127.0.0.1"
@@ -161,6 +162,12 @@ class MiniCluster:
         self._tls_config_file: str | None = None
 
     def start(self) -> MiniCluster:
+        # env.log.dir: the JobManager's records (this process's) go to jobmanager.log too; its stdout stays the
+        # user's terminal. The TaskManagers get the key and write their own .log and .out (log_files.py).
+        jm_log = process_log_file(self.config, "jobmanager")
+        if jm_log is not None:
+            jm_log.parent.mkdir(parents=True, exist_ok=True)
+            add_log_file_handler(jm_log)
         self.jm = self._jmt.start()
         if self.fixed_taskmanagers:
             for _ in range(self.fixed_taskmanagers):
@@ -182,7 +189,7 @@ class MiniCluster:
             "-D",
             "metrics.reporter.prom.port=0",
             # how often they report metrics (what `strom run`'s progress lines are read from)
-            *(arg for key in [opts.METRICS_UPDATE_INTERVAL.key]
+            *(arg for key in [opts.METRICS_UPDATE_INTERVAL.key, opts.LOG_DIR.key]
               if self.config.contains_key(key) for arg in ("-D", f"{key}={self.config.get(key)}")),
             *self._tls_config_args(),
             "--log-level",
