@@ -44,6 +44,7 @@ class JoinParts:
     qualifier: str
     kind: str  # INNER, LEFT, RIGHT, FULL
     on: Expression | None  # None: `FROM a, b WHERE ..` (the WHERE is the join's condition, as Flink pushes it)
+    as_of: Expression | None = None  # `right FOR SYSTEM_TIME AS OF l.ts`: the left time (qualified); a temporal join
 
 
 @dataclass
@@ -181,10 +182,12 @@ def _joins(joins: list[exp.Join], qualifiers: set[str], functions: dict[str, Any
             raise NotSupportedYet(f"{side or kind} JOIN without ON")
         if join.args.get("on") is None and len(joins) > 1:
             raise NotSupportedYet("comma/CROSS joins of more than two tables (write JOIN .. ON)")
+        version = right.args.get("version") if isinstance(right, exp.Table) else None
         if isinstance(right, exp.Table):
             source: Any = table_name(right)
             if source in WINDOW_TVFS:
-                raise NotSupportedYet("window joins (a join of window TVFs)")
+                raise NotSupportedYet("a join of a window TVF written in FROM; join subqueries over it: "
+                                      "JOIN (SELECT * FROM TABLE(TUMBLE(..))) r ON l.window_start = r.window_start ..")
             if isinstance(right.this, exp.Func):
                 raise NotSupportedYet(f"table function {right.this.sql(DIALECT)} in JOIN")
             qualifier = right.alias or right.name
@@ -195,10 +198,17 @@ def _joins(joins: list[exp.Join], qualifiers: set[str], functions: dict[str, Any
                 raise ValidationException("a subquery in JOIN needs an alias: JOIN (SELECT ..) AS q ON ..")
         else:
             raise NotSupportedYet(f"JOIN {right.sql(DIALECT)}")
+        as_of = None
+        if version is not None:
+            if str(version.args.get("kind", "")).upper() != "AS OF" or str(version.name).upper() != "TIMESTAMP":
+                raise NotSupportedYet(f"{version.sql(DIALECT)} (only FOR SYSTEM_TIME AS OF left_table.time_column)")
+            if join.args.get("on") is None:
+                raise ValidationException(f"a temporal join of {source} needs ON with an equality on its primary key")
+            as_of = Translator(qualifiers, functions, qualified=True).expr(version.expression)
         qualifiers.add(qualifier)
         on_node = join.args.get("on")
         on = Translator(qualifiers, functions, qualified=True).expr(on_node) if on_node is not None else None
-        out.append(JoinParts(source, qualifier, _JOIN_KINDS[side], on))
+        out.append(JoinParts(source, qualifier, _JOIN_KINDS[side], on, as_of))
     return out
 
 
