@@ -27,6 +27,7 @@ from strom.table.expressions import Expression, col, lit
 from strom.table.planner import builder, correlate, join, over_agg, top_n, windowing
 from strom.table.planner.inline_values import values_node
 from strom.table.planner.plan import DataStreamScanNode, PlanNode, SourceNode
+from strom.table.planner.temporal_join import plan_temporal
 from strom.table.planner.translate import translate
 from strom.table.schema import Schema
 from strom.table.sql import parser as sqlp
@@ -343,6 +344,12 @@ class TableEnvironment:
             source = self._plan_from(parts)
             scope = join.scope_of(parts.source_qualifier, source)
             for j in parts.joins:
+                if j.as_of is not None:  # FOR SYSTEM_TIME AS OF: a temporal join (event time) or lookup join
+                    assert j.on is not None and isinstance(j.source, str)
+                    source, scope = plan_temporal(
+                        source, scope, lambda name=j.source: self._scan(name), j.qualifier, j.kind, j.on, j.as_of,
+                        self._final_only, self._catalog.get(j.source))
+                    continue
                 right = self._scan(j.source) if isinstance(j.source, str) else self._plan_parts(j.source)
                 on = j.on
                 if on is None:  # FROM a, b WHERE ..: the WHERE is the join condition
