@@ -67,6 +67,7 @@ RESOURCES: dict[str, tuple[bool, str, tuple[str, ...]]] = {
     "v1/events": (True, "Event", ()),
     "v1/namespaces": (False, "Namespace", ("status",)),
     "networking.k8s.io/v1/networkpolicies": (True, "NetworkPolicy", ()),
+    "networking.k8s.io/v1/ingresses": (True, "Ingress", ()),
     "cert-manager.io/v1/certificates": (True, "Certificate", ("status",)),
 }
 VERBS = {"get", "list", "watch", "create", "update", "patch", "delete"}

@@ -47,6 +47,10 @@ NAMESPACED: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("", "secrets", ("create",), "owned_secrets.ensure_tls_secret: the generated <name>-tls, created once"),
     ("networking.k8s.io", "networkpolicies", ("create", "patch"),
      "kube.apply of network_policy.build_network_policy (build_job_objects, reconciler DeployJob)"),
+    ("networking.k8s.io", "ingresses", ("create", "patch"),
+     "kube.apply of ingress.build_ingress (build_job_objects with spec.ingress, reconciler DeployJob)"),
+    ("networking.k8s.io", "ingresses", ("delete",),
+     "reconciler DeployJob without spec.ingress: kube.delete of ingress_name (a removed spec.ingress)"),
 )
 SECRETS = ("", "secrets", ("get",), "reconciler._s3_access / secret_cache.py: spec.s3.credentialsSecret; "
            "jobmanager_tls.follow_deployed_tls and owned_secrets.ensure_tls_secret read <name>-tls")

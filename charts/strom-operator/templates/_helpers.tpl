@@ -86,6 +86,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
   verbs: ["create", "patch"]
+# spec.ingress (resources/ingress.py): server-side apply; deleted when spec.ingress is removed.
+- apiGroups: ["networking.k8s.io"]
+  resources: ["ingresses"]
+  verbs: ["create", "patch", "delete"]
 {{- if (.Values.certManager | default dict).enabled }}
 # spec.security.tls.issuerRef: the cert-manager Certificate whose Secret is <name>-tls (tls_secret.py).
 - apiGroups: ["cert-manager.io"]

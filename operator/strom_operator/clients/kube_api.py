@@ -62,6 +62,7 @@ _KINDS: dict[str, tuple[str, str]] = {
     "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings"),
     "FlinkJob": ("/apis/strom.io/v1beta1", "flinkjobs"),
     "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies"),
+    "Ingress": ("/apis/networking.k8s.io/v1", "ingresses"),
     "Certificate": ("/apis/cert-manager.io/v1", "certificates"),  # cert-manager's (tls_secret.py)
 }
 

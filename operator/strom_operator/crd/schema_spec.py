@@ -7,6 +7,7 @@ Operator's FlinkDeployment where it has the concept.
 
 from __future__ import annotations
 
+from strom_operator.crd.schema_ingress import INGRESS
 from strom_operator.crd.schema_security import SECURITY
 from strom_operator.crd.schema_types import (
     Schema,
@@ -167,6 +168,7 @@ SPEC: Schema = obj("Desired state of a Strom streaming (or batch) job on Kuberne
     "s3": S3,
     "autoscaler": AUTOSCALER,
     "security": SECURITY,
+    "ingress": INGRESS,
     "flinkConfiguration": string_map(
         "Engine configuration (Flink keys such as execution.buffer-timeout), written to the ConfigMap's "
         "config.yaml; kubernetes.operator.* keys tune the operator for this job."),

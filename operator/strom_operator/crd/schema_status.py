@@ -154,4 +154,7 @@ STATUS: Schema = obj("Observed state of the job, and the operator's record of wh
     "selector": string("Label selector of the job's TaskManager pods, in the string form of `kubectl get -l` (the "
                        "scale subresource's labelSelectorPath: what an HPA reads the pods' metrics by)."),
     "error": string("The latest error (invalid spec, failed savepoint, failed job), empty when none."),
+    "jobManagerUrl": string("The JobManager's REST URL inside the cluster (its Service): the web dashboard and "
+                            "Flink's REST API; from outside, `kubectl port-forward svc/<name>-jobmanager 8081` "
+                            "or spec.ingress."),
 })

@@ -159,6 +159,27 @@ class SecuritySpec:
 
 
 @dataclass(frozen=True, slots=True)
+class IngressSpec:
+    """spec.ingress (schema_ingress.py): the Flink Kubernetes Operator's template, className and annotations."""
+
+    template: str
+    class_name: str | None = None
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> IngressSpec | None:
+        if not d:
+            return None
+        return cls(str(d.get("template", "")), d.get("className"), dict(d.get("annotations") or {}))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"template": self.template}
+        _put(out, "className", self.class_name)
+        _put(out, "annotations", dict(self.annotations) or None)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class FlinkJobSpec:
     """The desired state of one FlinkJob. Mappings inside are treated as read-only."""
 
@@ -179,6 +200,7 @@ class FlinkJobSpec:
     pod_template: Mapping[str, Any] = field(default_factory=dict)
     spark: SparkSpec = SparkSpec()  # mode 'batch' (batch/)
     restart_policy: RestartPolicy = RestartPolicy()  # mode 'batch'
+    ingress: IngressSpec | None = None  # the dashboard from outside the cluster (resources/ingress.py)
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> FlinkJobSpec:
@@ -217,6 +239,7 @@ class FlinkJobSpec:
             pod_template=d.get("podTemplate") or {},
             spark=SparkSpec.from_dict(d["spark"]),
             restart_policy=RestartPolicy.from_dict(d["restartPolicy"]),
+            ingress=IngressSpec.from_dict(d.get("ingress")),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -251,6 +274,7 @@ class FlinkJobSpec:
         _put(out, "flinkConfiguration", dict(self.flink_configuration) or None)
         _put(out, "restartNonce", self.restart_nonce)
         _put(out, "podTemplate", copy.deepcopy(dict(self.pod_template)) or None)
+        _put(out, "ingress", self.ingress.to_dict() if self.ingress is not None else None)
         out["spark"] = self.spark.to_dict()
         out["restartPolicy"] = self.restart_policy.to_dict()
         return out

@@ -212,6 +212,7 @@ class FlinkJobStatus:
     error: str | None = None
     batch: Mapping[str, Any] | None = None  # status.batch, typed by batch/batch_status.py
     selector: str | None = None  # the TaskManager pods' label selector (scale subresource), derived_status.py
+    job_manager_url: str | None = None  # the JobManager Service's REST URL (the dashboard), derived_status.py
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None) -> FlinkJobStatus:
@@ -231,6 +232,7 @@ class FlinkJobStatus:
             error=d.get("error"),
             batch=d.get("batch"),
             selector=d.get("selector"),
+            job_manager_url=d.get("jobManagerUrl"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -246,6 +248,7 @@ class FlinkJobStatus:
         _put(out, "error", self.error)
         _put(out, "batch", copy.deepcopy(dict(self.batch)) if self.batch is not None else None)
         _put(out, "selector", self.selector)
+        _put(out, "jobManagerUrl", self.job_manager_url)
         return out
 
     def condition(self, type_: str) -> Condition | None:

@@ -18,6 +18,7 @@ from strom.common.configuration import validate_key
 from strom_operator.autoscaler.settings import autoscaler_spec_error
 from strom_operator.crd.operator_options import OPERATOR_PREFIX, operator_option_error
 from strom_operator.crd.spec import FlinkJobSpec, duration_seconds
+from strom_operator.resources.ingress import ingress_problem
 from strom_operator.resources.tls_secret import tls_configuration
 
 URI_SCHEMES = ("s3://", "file://")
@@ -197,6 +198,15 @@ def validate_security(spec: FlinkJobSpec) -> str | None:
     return None
 
 
+def validate_ingress(spec: FlinkJobSpec) -> str | None:
+    """spec.ingress: a template that gives a DNS host (or a path only); the JobManager of a streaming job."""
+    if spec.ingress is None:
+        return None
+    if spec.mode == "batch":
+        return "spec.ingress: the Ingress leads to a streaming job's JobManager; batch mode has none: remove it"
+    return ingress_problem(spec.ingress)
+
+
 VALIDATORS: tuple[Callable[[FlinkJobSpec], str | None], ...] = (
     validate_job,
     validate_task_manager,
@@ -204,6 +214,7 @@ VALIDATORS: tuple[Callable[[FlinkJobSpec], str | None], ...] = (
     lambda spec: validate_flink_configuration(spec.flink_configuration),
     validate_pod_templates,
     validate_security,
+    validate_ingress,
     autoscaler_spec_error,
 )
 

@@ -8,6 +8,8 @@
 * kstatus' `Reconciling` and `Stalled` conditions (kstatus_conditions.py decides them from Ready,
   Progressing, Degraded and the lifecycle state), so Flux, `kubectl wait` and other kstatus readers
   understand a FlinkJob without a custom health check;
+* `status.jobManagerUrl`: the JobManager Service's REST URL (https with spec.security.tls), where the
+  web dashboard is; batch FlinkJobs have no JobManager and no URL;
 * `status.selector`: the label selector of the TaskManager pods in `kubectl get -l` form, which the
   scale subresource's labelSelectorPath points at, so a HorizontalPodAutoscaler can target a FlinkJob.
   Batch FlinkJobs have no TaskManagers and no selector.
@@ -22,7 +24,7 @@ from datetime import datetime
 
 from strom_operator.crd.status import FlinkJobStatus
 from strom_operator.observe.kstatus_conditions import kstatus_conditions
-from strom_operator.resources.labels import FlinkJobRef, selector_labels
+from strom_operator.resources.labels import REST_PORT, FlinkJobRef, jobmanager_name, selector_labels
 
 DERIVED_CONDITIONS = ("Reconciling", "Stalled")
 # Ready's reasons when derived here; the lifecycle and action_failures.py never give Ready these.
@@ -34,10 +36,18 @@ def taskmanager_selector(ref: FlinkJobRef) -> str:
     return ",".join(f"{k}={v}" for k, v in selector_labels(ref, "taskmanager").items())
 
 
-def with_derived_fields(status: FlinkJobStatus, ref: FlinkJobRef, *, batch: bool, now: datetime) -> FlinkJobStatus:
+def jobmanager_url(ref: FlinkJobRef, *, tls: bool) -> str:
+    """The JobManager Service's REST URL inside the cluster (the web dashboard is at its `/`)."""
+    return f"{'https' if tls else 'http'}://{jobmanager_name(ref)}.{ref.namespace}.svc:{REST_PORT}"
+
+
+def with_derived_fields(
+    status: FlinkJobStatus, ref: FlinkJobRef, *, batch: bool, now: datetime, tls: bool = False
+) -> FlinkJobStatus:
     """`status` with a derived Ready (when the lifecycle has none), Reconciling/Stalled recomputed and the
-    TaskManager selector set (streaming only)."""
-    out = with_derived_ready(replace(status, selector=None if batch else taskmanager_selector(ref)), now)
+    TaskManager selector and JobManager URL set (streaming only; `tls`: spec.security.tls.enabled)."""
+    streaming = replace(status, selector=taskmanager_selector(ref), job_manager_url=jobmanager_url(ref, tls=tls))
+    out = with_derived_ready(replace(status, selector=None, job_manager_url=None) if batch else streaming, now)
     for condition in kstatus_conditions(out.to_dict()):
         out = out.with_condition(condition.type, condition.status, condition.reason, condition.message, now)
     return out

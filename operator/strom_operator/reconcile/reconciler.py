@@ -78,6 +78,7 @@ from strom_operator.reconcile.observer import Observer
 from strom_operator.reconcile.owned_secrets import ensure_cluster_secret, ensure_tls_secret
 from strom_operator.resources.builders import build_job_objects, scaling_of
 from strom_operator.resources.configmap import parallelism_overrides_value
+from strom_operator.resources.ingress import ingress_name
 from strom_operator.resources.labels import FlinkJobRef, jobmanager_name, taskmanager_name
 from strom_operator.resources.network_policy import OperatorPods
 
@@ -341,6 +342,8 @@ class Reconciler:
                                          vertex_parallelism=step.vertex_parallelism,
                                          operator=OperatorPods.from_env()):
                 await self.kube.apply(obj)
+            if step.spec.ingress is None:  # spec.ingress removed: so is its Ingress (no-op when there is none)
+                await self.kube.delete("Ingress", ref.namespace, ingress_name(ref))
             self.observer.owned.expect(ref, jobmanager=True)  # read our own write, not a watch in flight
             where = f"from {step.restore_from}" if step.restore_from else "without state"
             what = (f"vertex parallelism {parallelism_overrides_value(step.vertex_parallelism)}"
@@ -461,8 +464,10 @@ class Reconciler:
     async def _write_status(self, body: Mapping[str, Any], before: FlinkJobStatus, after: FlinkJobStatus,
                             now: datetime) -> None:
         meta = body["metadata"]
+        spec = body.get("spec") or {}
+        tls = bool(((spec.get("security") or {}).get("tls") or {}).get("enabled", False))
         after = with_derived_fields(after, FlinkJobRef.from_metadata(meta),
-                                    batch=(body.get("spec") or {}).get("mode") == "batch", now=now)
+                                    batch=spec.get("mode") == "batch", now=now, tls=tls)
         patch = status_patch(before.to_dict(), after.to_dict())
         self.metrics.record_transition(meta["namespace"], meta["name"], before, after, now)
         if not patch:

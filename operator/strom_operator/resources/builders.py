@@ -1,9 +1,9 @@
 """All Kubernetes objects of a deployed FlinkJob, in the order they are applied.
 
 The config first (pods mount it), the NetworkPolicy (spec.security.networkPolicy, before any pod
-exists that it guards), then the Service (TaskManagers dial it), then the JobManager and TaskManager
-Deployments. The Secrets the pods read (cluster secret, TLS material) are made before this list,
-once, and never applied (cluster_secret.py, tls_secret.py). Each object is built by its own module;
+exists that it guards), then the Service (TaskManagers dial it) and its Ingress (spec.ingress), then the
+JobManager and TaskManager Deployments. The Secrets the pods read (cluster secret, TLS material) are made
+before this list, once, and never applied (cluster_secret.py, tls_secret.py). Each object is built by its own module;
 this is the one list a handler applies for a `DeployJob` step. The autoscaler's per-vertex parallelism reaches the job
 as the engine option `pipeline.jobvertex-parallelism-overrides` and sizes the TaskManagers.
 """
@@ -17,6 +17,7 @@ from typing import Any
 from strom_operator.crd.spec import FlinkJobSpec
 from strom_operator.crd.status import Scaling
 from strom_operator.resources.configmap import PARALLELISM_OVERRIDES_KEY, build_configmap, parallelism_overrides_value
+from strom_operator.resources.ingress import build_ingress
 from strom_operator.resources.jobmanager_deployment import build_jobmanager_deployment, build_jobmanager_service
 from strom_operator.resources.labels import FlinkJobRef
 from strom_operator.resources.network_policy import OperatorPods, build_network_policy
@@ -44,10 +45,12 @@ def build_job_objects(ref: FlinkJobRef, spec: FlinkJobSpec, *, restore_from: str
     """`operator`: where the operator's pods are, whom the NetworkPolicy lets reach REST."""
     deployed = with_vertex_parallelism(spec, vertex_parallelism)
     policy = [build_network_policy(ref, spec, operator)] if spec.security.network_policy.enabled else []
+    ingress = [build_ingress(ref, spec.ingress)] if spec.ingress is not None else []
     return [
         build_configmap(ref, deployed),
         *policy,
         build_jobmanager_service(ref),
+        *ingress,
         build_jobmanager_deployment(ref, deployed, restore_from=restore_from,
                                     allow_non_restored_state=allow_non_restored_state),
         build_taskmanager_deployment(ref, deployed, slots=slots_needed(spec, vertex_parallelism)),

@@ -1,0 +1,96 @@
+"""spec.ingress becomes the Flink Kubernetes Operator's Ingress, and status.jobManagerUrl names the Service.
+
+Expected objects are written out by hand from the template rules (host before the first '/', the rest
+the path) and the JobManager Service the builder names; the status URL must be that Service's DNS name.
+"""
+
+from __future__ import annotations
+
+import pytest
+from strom_operator.crd.spec import FlinkJobSpec
+from strom_operator.lifecycle.validation import validate_flinkjob_spec
+from strom_operator.observe.derived_status import with_derived_fields
+from strom_operator.resources.builders import build_job_objects
+from strom_operator.resources.ingress import build_ingress
+from strom_operator.resources.jobmanager_deployment import build_jobmanager_service
+from strom_operator.resources.labels import FlinkJobRef
+
+from tests.operator.fakes import T0, deploy_stable, make_spec, spec_dict
+
+REF = FlinkJobRef("orders", "team-a", "uid-1")
+
+
+def _spec(ingress: dict[str, object], **overrides: object) -> FlinkJobSpec:
+    return FlinkJobSpec.from_dict({**spec_dict(**overrides), "ingress": ingress})
+
+
+def _backend_service(ingress: dict[str, object]) -> str:
+    return ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]  # type: ignore[index]
+
+
+def test_a_host_template_gives_a_host_rule_to_the_jobmanager_rest_port() -> None:
+    spec = _spec({"template": "{{name}}.{{namespace}}.flink.example.com", "className": "nginx",
+                  "annotations": {"a/b": "c"}})
+    ingress = build_ingress(REF, spec.ingress)  # type: ignore[arg-type]
+    service = build_jobmanager_service(REF)
+    assert ingress["spec"] == {
+        "ingressClassName": "nginx",
+        "rules": [{"host": "orders.team-a.flink.example.com", "http": {"paths": [{
+            "path": "/", "pathType": "ImplementationSpecific",
+            "backend": {"service": {"name": service["metadata"]["name"], "port": {"number": 8081}}}}]}}],
+    }
+    rest_ports = [p["port"] for p in service["spec"]["ports"] if p["name"] == "rest"]
+    assert rest_ports == [8081]
+    assert ingress["metadata"]["annotations"] == {"a/b": "c"}
+    assert ingress["metadata"]["ownerReferences"][0]["uid"] == "uid-1"  # deleted with the FlinkJob
+
+
+def test_a_path_template_gives_a_path_rule_with_or_without_a_host() -> None:
+    with_host = build_ingress(REF, _spec({"template": "flink.example.com/{{namespace}}/{{name}}(/|$)(.*)"}).ingress)  # type: ignore[arg-type]
+    rule = with_host["spec"]["rules"][0]
+    assert (rule["host"], rule["http"]["paths"][0]["path"]) == ("flink.example.com", "/team-a/orders(/|$)(.*)")
+    path_only = build_ingress(REF, _spec({"template": "/{{namespace}}/{{name}}"}).ingress)  # type: ignore[arg-type]
+    rule = path_only["spec"]["rules"][0]
+    assert "host" not in rule and rule["http"]["paths"][0]["path"] == "/team-a/orders"
+    assert "ingressClassName" not in path_only["spec"]
+
+
+def test_the_ingress_is_among_the_deployed_objects_only_when_the_spec_asks() -> None:
+    kinds = [o["kind"] for o in build_job_objects(REF, make_spec())]
+    assert "Ingress" not in kinds
+    kinds = [o["kind"] for o in build_job_objects(REF, _spec({"template": "/{{name}}"}))]
+    assert kinds.index("Service") < kinds.index("Ingress") < kinds.index("Deployment")
+
+
+@pytest.mark.parametrize(
+    ("template", "error"),
+    [
+        ("Flink.Example.com/{{name}}", "not a lowercase DNS name"),
+        ("{{name}}_x.example.com", "not a lowercase DNS name"),
+        ("  ", "spec.ingress.template: required"),
+    ],
+)
+def test_a_template_that_gives_no_valid_host_is_refused_naming_the_field(template: str, error: str) -> None:
+    problem = validate_flinkjob_spec(_spec({"template": template}))
+    assert problem is not None and problem.startswith("spec.ingress.template") and error in problem
+
+
+def test_a_batch_job_has_no_ingress() -> None:
+    problem = validate_flinkjob_spec(_spec({"template": "/{{name}}"}, mode="batch"))
+    assert problem is not None and problem.startswith("spec.ingress:")
+
+
+def test_the_spec_round_trips_with_its_ingress() -> None:
+    spec = _spec({"template": "/{{name}}", "annotations": {"x": "y"}})
+    assert FlinkJobSpec.from_dict(spec.to_dict()) == spec
+    assert FlinkJobSpec.from_dict(spec.to_dict()).to_dict()["ingress"] == {"template": "/{{name}}",
+                                                                            "annotations": {"x": "y"}}
+
+
+def test_status_names_the_jobmanager_services_rest_url() -> None:
+    _, status, _ = deploy_stable()
+    service = build_jobmanager_service(REF)["metadata"]
+    plain = with_derived_fields(status, REF, batch=False, now=T0)
+    assert plain.to_dict()["jobManagerUrl"] == f"http://{service['name']}.{service['namespace']}.svc:8081"
+    assert with_derived_fields(status, REF, batch=False, now=T0, tls=True).job_manager_url.startswith("https://")
+    assert "jobManagerUrl" not in with_derived_fields(status, REF, batch=True, now=T0).to_dict()
