@@ -105,7 +105,7 @@ def java_formatter(type_info: TypeInformation | None) -> Formatter:
         fields = [java_formatter(t) for t in type_info.get_field_types()]
 
         def tuple_string(value: Any) -> str:  # hot path: called per record
-            if not isinstance(value, tuple | list):
+            if not isinstance(value, tuple | list | Row):
                 return java_string(value)
             return "(" + ",".join(_null_safe(f, v) for f, v in zip(fields, value, strict=False)) + ")"
 

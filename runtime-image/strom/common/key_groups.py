@@ -18,7 +18,7 @@ from typing import Any
 
 import mmh3
 
-from strom.common.row import Row
+from strom.common.row import Row, make_row
 
 DEFAULT_LOWER_MAX_PARALLELISM = 128
 UPPER_MAX_PARALLELISM = 1 << 15
@@ -130,6 +130,8 @@ def _frozen_form(value: Any) -> Any:
         return (set, frozenset(map(_frozen_form, value)))
     if isinstance(value, tuple):
         return tuple(map(_frozen_form, value))
+    if type(value) is Row:  # a Row holding a list: equal Rows (values, names, kind) freeze alike
+        return (Row, tuple(map(_frozen_form, value)), value._fields, value.get_row_kind())
     return value
 
 
@@ -176,6 +178,8 @@ def _canonical(value: Any) -> tuple[str, Any]:
         return ("F", tuple(map(_canonical, sorted(value, key=_key_bytes))))
     if type(value) is tuple:
         return ("t", tuple(map(_canonical, value)))
+    if type(value) is Row:
+        return ("R", (tuple(map(_canonical, value)), value._fields, value.get_row_kind()))
     return ("v", value)
 
 
@@ -191,6 +195,9 @@ def _thawed(form: tuple[str, Any]) -> Any:
         return frozenset(_thawed(f) for f in body)
     if tag == "t":
         return tuple(_thawed(f) for f in body)
+    if tag == "R":
+        values, fields, kind = body
+        return make_row([_thawed(f) for f in values], fields, kind)
     return body
 
 
@@ -224,7 +231,7 @@ def _holds_frozenset(value: Any) -> bool:
     """Whether a frozenset is in `value`, itself or in its tuples' items and dataclasses' compared fields."""
     if isinstance(value, frozenset):
         return True
-    if isinstance(value, tuple):
+    if isinstance(value, tuple | Row):
         return any(map(_holds_frozenset, value))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return any(_holds_frozenset(getattr(value, f.name)) for f in dataclasses.fields(value) if f.compare)

@@ -16,7 +16,7 @@ from typing import Any
 
 from strom.common.declared_numbers import INTEGER_BITS, check_integer, to_float32, wrap_integer
 from strom.common.refused_names import refused_name
-from strom.common.row import Row
+from strom.common.row import Row, RowKind, make_row
 
 
 class TypeInformation:
@@ -111,16 +111,12 @@ class RowTypeInfo(TypeInformation):
         if isinstance(value, Row):
             fields = _fields_as_declared(value, self.field_types, wrap)
             if value._fields is None or (self.named and list(value._fields) != self.field_names):
-                named = Row(**dict(zip(self.field_names, fields, strict=False)))
-                named.set_row_kind(value.get_row_kind())
-                return named
+                return _named_row(self.field_names, fields, value.get_row_kind())
             if fields is value:
                 return value
-            kept = Row(**dict(zip(value._fields, fields, strict=False)))
-            kept.set_row_kind(value.get_row_kind())
-            return kept
+            return _named_row(value._fields, fields, value.get_row_kind())
         if isinstance(value, tuple | list):
-            return Row(**dict(zip(self.field_names, _fields_as_declared(value, self.field_types, wrap), strict=False)))
+            return _named_row(self.field_names, _fields_as_declared(value, self.field_types, wrap), RowKind.INSERT)
         return value
 
 
@@ -143,10 +139,19 @@ class TupleTypeInfo(TypeInformation):
         return self._shape(value, wrap=True)
 
     def _shape(self, value: Any, *, wrap: bool) -> Any:
-        if isinstance(value, tuple | list):
+        if isinstance(value, tuple | list | Row):
             shaped = _fields_as_declared(value, self.field_types, wrap)
             return shaped if type(shaped) is tuple else tuple(shaped)
         return value
+
+
+def _named_row(names: Any, values: Any, kind: RowKind) -> Row:
+    """A Row of `values` named `names`, as many fields as both have (Row(**dict(zip(names, values))))."""
+    # hot path: called per record of a Types.ROW stream
+    names = tuple(names)
+    if len(names) != len(values):
+        names, values = tuple(names[:len(values)]), list(values)[:len(names)]
+    return make_row(values, names, kind)
 
 
 def _fields_as_declared(values: Any, field_types: list[TypeInformation], wrap: bool) -> Any:

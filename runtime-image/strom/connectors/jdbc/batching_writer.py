@@ -16,6 +16,7 @@ import logging
 import time
 from typing import Any
 
+from strom.common.row import Row
 from strom.connectors.jdbc.connections import connect, first_line, is_connection_error
 from strom.connectors.sink_base import PrecommittingSinkWriter, SinkInitContext, SinkWriterContext
 
@@ -29,7 +30,7 @@ def as_parameters(record: Any) -> tuple[Any, ...]:
     # hot path: called per record
     if type(record) is tuple:
         return record
-    if isinstance(record, tuple | list):
+    if isinstance(record, tuple | list | Row):
         return tuple(record)
     return (record,)
 

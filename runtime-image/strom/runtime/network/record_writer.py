@@ -15,6 +15,7 @@ from itertools import compress
 from typing import Any
 
 from strom.common.key_groups import KeyGroupAssigner, describe_key_selector
+from strom.common.row import detached
 from strom.runtime.network.events import END_OF_PARTITION
 from strom.runtime.network.network_memory import RecordSizeEstimator
 
@@ -62,6 +63,7 @@ class RecordWriter:
         n = len(values)
         if not n:
             return
+        values = detached(values)  # the consumer's own Rows: the producer may assign to its Row after emitting
         self.records_out += n
         self.sizes.sample(values)
         if self.n == 1 or self.kind in ("forward", "global"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from strom.common.row import Row, copy_row, detached
 from strom.common.time import MAX_WATERMARK
 from strom.datastream.functions import TimeDomain
 from strom.datastream.output_tag import OutputTag
@@ -151,7 +152,9 @@ class ProcessOperator(StreamOperator):
             r = fn(v, ctx)
             if r is not None:
                 for o in r:
-                    out.append(o)
+                    # a Row is copied as emitted: a function that assigns to the Row it keeps (an accumulator)
+                    # does not change what it emitted before, as PyFlink serializes each emitted record
+                    out.append(copy_row(o) if type(o) is Row else o)
                     out_ts.append(ts)
         self._emit(out, out_ts)
 
@@ -170,7 +173,7 @@ class ProcessOperator(StreamOperator):
         ctx._timestamp = timestamp if domain == TimeDomain.EVENT_TIME else None
         ctx._domain = domain
         r = self.function.on_timer(timestamp, ctx)
-        out = list(results_of(r))
+        out = detached(list(results_of(r)))
         self._emit(out, [ctx._timestamp] * len(out))
         ctx._domain = TimeDomain.EVENT_TIME
 
@@ -220,7 +223,7 @@ class ReduceOperator(StreamOperator):
             else:
                 new = fn(cur, v)
             acc[k] = new
-            append(new)
+            append(copy_row(new) if type(new) is Row else new)  # the emitted value stays as it was emitted
         cache = self._cache
         if cache is not None and cache.over_limit():
             cache.close()  # every running value into RocksDB; per record through the state from now on
@@ -235,7 +238,7 @@ class ReduceOperator(StreamOperator):
             cur = running.value()
             new = v if cur is None else fn(cur, v)
             running.update(new)
-            out.append(new)
+            out.append(copy_row(new) if type(new) is Row else new)
         self.output.collect(out, timestamps)
 
 
@@ -255,8 +258,6 @@ def _field_getter(position: int | str) -> Any:
 def _with_field(v: Any, position: int | str, new: Any) -> Any:
     if isinstance(v, int | float) and position == 0:
         return new
-    from strom.common.row import Row
-
     if isinstance(v, Row):
         idx = position if isinstance(position, int) else v._fields.index(position)  # type: ignore[union-attr]
         vals = list(v)

@@ -9,6 +9,7 @@ import threading
 from typing import Any
 
 from strom.common.java_strings import java_formatter
+from strom.common.row import detached
 from strom.runtime.operators.base import StreamOperator
 
 _print_lock = threading.Lock()
@@ -131,7 +132,8 @@ class CollectSinkOperator(StreamOperator):
         if self._sock is not None:
             self._collect.send_frame(self._sock, ("records", self._attempt, self._subtask, list(values)))
             return
-        item = ("records", list(values))
+        rows = detached(values)  # PyFlink's collect sink serializes: later assignments to a Row do not show
+        item = ("records", list(rows) if rows is values else rows)
         while True:
             try:
                 self._queue.put(item, timeout=0.1)  # type: ignore[union-attr]
