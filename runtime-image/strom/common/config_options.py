@@ -269,6 +269,11 @@ TABLE_MINI_BATCH_LATENCY = option(
 TABLE_MINI_BATCH_SIZE = option(
     "table.exec.mini-batch.size", "int", -1, "Table API & SQL: rows per mini-batch (accepted; performance only).",
 )
+TABLE_SINK_UPSERT_MATERIALIZE = option(
+    "table.exec.sink.upsert-materialize", "str", "AUTO",
+    "Table API & SQL: NONE, AUTO or FORCE: whether a SinkUpsertMaterializer keyed by the sink's primary key "
+    "reorders an update stream whose upsert key differs from that key (AUTO: when needed, as Flink).",
+)
 OPERATOR_CHAINING = option(
     "pipeline.operator-chaining.enabled",
     "bool",

@@ -132,6 +132,11 @@ class ConnectorFactory:
         raise ValidationException(
             f"table {ctx.name!r} (connector {self.identifier!r}) is a sink and cannot be read")
 
+    def source_is_updating(self, ctx: TableContext) -> bool:
+        """True when the source emits -U/+U/-D (upsert-kafka after its normalization), so the plan
+        treats the scan as an updating changelog."""
+        return False
+
     def sink_mode(self, ctx: TableContext) -> SinkMode:
         return SinkMode.INSERT_ONLY
 

@@ -56,6 +56,11 @@ class SourceNode(PlanNode):
     options: dict[str, str] = field(default_factory=dict)
     primary_key: tuple[str, ...] = ()  # the table's PRIMARY KEY (.. ) NOT ENFORCED
     partition_keys: tuple[str, ...] = ()  # PARTITIONED BY (..)
+    changelog: bool = False  # the connector reads an updating changelog (upsert-kafka)
+
+    @property
+    def updating(self) -> bool:
+        return self.changelog
 
     def describe(self) -> str:
         cols = ", ".join(f"{n} {t}" for n, t in self.columns)
@@ -64,6 +69,7 @@ class SourceNode(PlanNode):
         opts = ", ".join(f"{k}={v}" for k, v in sorted(self.options.items()))
         keys = f", primary-key=[{', '.join(self.primary_key)}]" if self.primary_key else ""
         keys += f", partitioned-by=[{', '.join(self.partition_keys)}]" if self.partition_keys else ""
+        keys += ", changelog=[updating]" if self.changelog else ""
         return f"TableSourceScan(table=[{self.table_name}], schema=[{cols}], options=[{opts}]{keys})"
 
 
