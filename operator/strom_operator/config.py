@@ -7,11 +7,14 @@ cluster, a cap on requeue delays, and what it watches (kopf's cluster scanning f
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from strom_operator.clients.jobmanager_endpoints import URL_MAP_ENV
+from strom_operator.crd.spec import IngressSpec
+from strom_operator.resources.ingress import ingress_problem
 
 METRICS_PORT_ENV = "STROM_OPERATOR_METRICS_PORT"
 MAX_REQUEUE_ENV = "STROM_OPERATOR_MAX_REQUEUE_SECONDS"
@@ -19,6 +22,9 @@ WATCH_TIMEOUT_ENV = "STROM_OPERATOR_WATCH_TIMEOUT_SECONDS"
 # What `strom-operator` was told to watch: `*` for every namespace, else namespaces separated by
 # commas; unset (`kopf run`): kopf's default, cluster scanning on.
 NAMESPACES_ENV = "STROM_OPERATOR_NAMESPACES"
+# The chart's jobIngress as JSON ({"template", "className", "annotations"}): the Ingress of every streaming
+# FlinkJob without spec.ingress; unset or an empty template: none.
+JOB_INGRESS_ENV = "STROM_OPERATOR_JOB_INGRESS"
 ALL_NAMESPACES = "*"
 _GLOB_CHARS = set("*?[]!")
 
@@ -40,6 +46,7 @@ class OperatorConfig:
     max_requeue_s: float | None = None
     watch_timeout_s: int = 300
     namespaces: tuple[str, ...] | None = None  # None: every namespace (or unknown: `kopf run`)
+    job_ingress: IngressSpec | None = None  # the chart's jobIngress, for FlinkJobs without spec.ingress
 
     @property
     def cluster_scanning(self) -> bool:
@@ -73,4 +80,26 @@ class OperatorConfig:
             jobmanager_url_map=env.get(URL_MAP_ENV) or None,
             max_requeue_s=number(MAX_REQUEUE_ENV, float),  # type: ignore[arg-type]
             watch_timeout_s=number(WATCH_TIMEOUT_ENV, int) or 300,  # type: ignore[arg-type]
+            job_ingress=job_ingress_from(env.get(JOB_INGRESS_ENV, "")),
         )
+
+
+def job_ingress_from(raw: str) -> IngressSpec | None:
+    """The chart's jobIngress from its JSON; a value that cannot become an Ingress is one line naming the key."""
+    if not raw.strip():
+        return None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"invalid {JOB_INGRESS_ENV} (the chart's jobIngress): not JSON: {e}") from None
+    annotations = value.get("annotations") if isinstance(value, dict) else None
+    if not isinstance(value, dict) or not isinstance({} if annotations is None else annotations, dict):
+        raise ValueError(f"invalid {JOB_INGRESS_ENV} (the chart's jobIngress): expected "
+                         '{"template": ..., "className": ..., "annotations": {...}}')
+    if not str(value.get("template") or "").strip():
+        return None
+    ingress = IngressSpec.from_dict({k: v for k, v in value.items() if v not in ("", None)})
+    problem = ingress_problem(ingress) if ingress is not None else None
+    if problem is not None:
+        raise ValueError(f"invalid jobIngress of the chart ({JOB_INGRESS_ENV}): {problem.replace('spec.ingress.', '')}")
+    return ingress

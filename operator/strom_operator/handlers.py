@@ -69,7 +69,8 @@ class OperatorContext:
             observer = Observer(kube, self.client, self.endpoints, owned=self.owned)
             self.reconciler = Reconciler(kube, self.client, observer, metrics=self.metrics,
                                          post_event=self.events.post,
-                                         settings=ReconcilerSettings(self.config.max_requeue_s))
+                                         settings=ReconcilerSettings(self.config.max_requeue_s,
+                                                                     job_ingress=self.config.job_ingress))
         else:
             self.reconciler.kube.update_credentials(info)
         return self.reconciler

@@ -6,15 +6,19 @@ the path) and the JobManager Service the builder names; the status URL must be t
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from strom_operator.crd.spec import FlinkJobSpec
+from strom_operator.config import JOB_INGRESS_ENV, job_ingress_from
+from strom_operator.crd.spec import FlinkJobSpec, IngressSpec
 from strom_operator.lifecycle.validation import validate_flinkjob_spec
 from strom_operator.observe.derived_status import with_derived_fields
 from strom_operator.resources.builders import build_job_objects
-from strom_operator.resources.ingress import build_ingress
+from strom_operator.resources.ingress import build_ingress, with_default_ingress
 from strom_operator.resources.jobmanager_deployment import build_jobmanager_service
 from strom_operator.resources.labels import FlinkJobRef
 
+from tests.operator.chart_rendering import render
 from tests.operator.fakes import T0, deploy_stable, make_spec, spec_dict
 
 REF = FlinkJobRef("orders", "team-a", "uid-1")
@@ -94,3 +98,43 @@ def test_status_names_the_jobmanager_services_rest_url() -> None:
     assert plain.to_dict()["jobManagerUrl"] == f"http://{service['name']}.{service['namespace']}.svc:8081"
     assert with_derived_fields(status, REF, batch=False, now=T0, tls=True).job_manager_url.startswith("https://")
     assert "jobManagerUrl" not in with_derived_fields(status, REF, batch=True, now=T0).to_dict()
+
+
+# -- the chart's jobIngress: the default for FlinkJobs without spec.ingress ---------------------------
+
+JOB_INGRESS = {"template": "flink.example.com/{{namespace}}/{{name}}", "className": "nginx", "annotations": {"k": "v"}}
+
+
+def _operator_env(values: dict[str, object]) -> dict[str, str]:
+    (deployment,) = [d for d in render(values) if d["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    return {e["name"]: e.get("value", "") for e in container.get("env", [])}
+
+
+def test_the_charts_job_ingress_reaches_the_operator_as_the_spec_it_stands_for() -> None:
+    env = _operator_env({"jobIngress": JOB_INGRESS})
+    assert job_ingress_from(env[JOB_INGRESS_ENV]) == IngressSpec(
+        "flink.example.com/{{namespace}}/{{name}}", "nginx", {"k": "v"}
+    )
+    assert JOB_INGRESS_ENV not in _operator_env({})  # the default: no Ingress for jobs that ask for none
+
+
+def test_a_job_without_spec_ingress_gets_the_charts_and_one_with_keeps_its_own() -> None:
+    default = job_ingress_from(json.dumps(JOB_INGRESS))
+    assert with_default_ingress(make_spec(), default).ingress == default
+    own = _spec({"template": "/{{name}}"})
+    assert with_default_ingress(own, default) == own
+    assert with_default_ingress(make_spec(mode="batch"), default).ingress is None
+    assert with_default_ingress(make_spec(), None).ingress is None
+
+
+@pytest.mark.parametrize(("raw", "error"), [("{", "not JSON"), ('{"template": "Upper.Case"}', "lowercase DNS"),
+                                            ('{"template": "/x", "annotations": []}', "expected")])
+def test_a_job_ingress_that_cannot_become_an_ingress_is_refused_naming_the_setting(raw: str, error: str) -> None:
+    with pytest.raises(ValueError, match=JOB_INGRESS_ENV) as refused:
+        job_ingress_from(raw)
+    assert error in str(refused.value)
+
+
+def test_an_empty_job_ingress_template_means_none() -> None:
+    assert job_ingress_from("") is None and job_ingress_from('{"template": "", "className": ""}') is None

@@ -42,7 +42,7 @@ from strom_operator.clients.kube_api import KubeApi, KubeApiError
 from strom_operator.clients.savepoint_disposal import DisposalError, S3Access, dispose_savepoint, remove_directory
 from strom_operator.clients.secret_cache import SecretCache
 from strom_operator.crd.operator_options import OperatorOptions
-from strom_operator.crd.spec import FlinkJobSpec
+from strom_operator.crd.spec import FlinkJobSpec, IngressSpec
 from strom_operator.crd.status import FlinkJobStatus, status_patch
 from strom_operator.lifecycle.deletion import next_deletion_step
 from strom_operator.lifecycle.rescaling import autoscaler_blocked, begin_rescale
@@ -78,7 +78,7 @@ from strom_operator.reconcile.observer import Observer
 from strom_operator.reconcile.owned_secrets import ensure_cluster_secret, ensure_tls_secret
 from strom_operator.resources.builders import build_job_objects, scaling_of
 from strom_operator.resources.configmap import parallelism_overrides_value
-from strom_operator.resources.ingress import ingress_name
+from strom_operator.resources.ingress import ingress_name, with_default_ingress
 from strom_operator.resources.labels import FlinkJobRef, jobmanager_name, taskmanager_name
 from strom_operator.resources.network_policy import OperatorPods
 
@@ -130,6 +130,7 @@ class AutoscalerPass:
 class ReconcilerSettings:
     # Upper bound of any requeue delay: tests and impatient users poll faster than the steps ask.
     max_requeue_s: float | None = None
+    job_ingress: IngressSpec | None = None  # the chart's jobIngress: for FlinkJobs without spec.ingress
 
     def delay(self, requested: float) -> float:
         return requested if self.max_requeue_s is None else min(requested, self.max_requeue_s)
@@ -337,12 +338,13 @@ class Reconciler:
             await ensure_cluster_secret(self.kube, ref)
             if step.spec.security.tls.enabled:  # the same for the TLS material, or cert-manager's (waited for)
                 await ensure_tls_secret(self.kube, self.secrets, ref, step.spec)
-            for obj in build_job_objects(ref, step.spec, restore_from=step.restore_from,
+            deployed = with_default_ingress(step.spec, self.settings.job_ingress)
+            for obj in build_job_objects(ref, deployed, restore_from=step.restore_from,
                                          allow_non_restored_state=step.allow_non_restored_state,
                                          vertex_parallelism=step.vertex_parallelism,
                                          operator=OperatorPods.from_env()):
                 await self.kube.apply(obj)
-            if step.spec.ingress is None:  # spec.ingress removed: so is its Ingress (no-op when there is none)
+            if deployed.ingress is None:  # spec.ingress (or jobIngress) removed: so is its Ingress (404: none)
                 await self.kube.delete("Ingress", ref.namespace, ingress_name(ref))
             self.observer.owned.expect(ref, jobmanager=True)  # read our own write, not a watch in flight
             where = f"from {step.restore_from}" if step.restore_from else "without state"

@@ -10,9 +10,10 @@ Service's REST port. Pure: spec in, object out.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
-from strom_operator.crd.spec import IngressSpec
+from strom_operator.crd.spec import FlinkJobSpec, IngressSpec
 from strom_operator.resources.labels import REST_PORT, FlinkJobRef, jobmanager_name, object_meta
 
 _DNS_NAME = re.compile(r"(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*")
@@ -55,3 +56,11 @@ def build_ingress(ref: FlinkJobRef, ingress: IngressSpec) -> dict[str, Any]:
     if ingress.class_name:
         spec["ingressClassName"] = ingress.class_name
     return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": meta, "spec": spec}
+
+
+def with_default_ingress(spec: FlinkJobSpec, default: IngressSpec | None) -> FlinkJobSpec:
+    """`spec` with the chart's `jobIngress` (the operator's default) when it sets no spec.ingress itself;
+    batch jobs have no JobManager to lead to."""
+    if spec.ingress is not None or default is None or spec.mode == "batch":
+        return spec
+    return replace(spec, ingress=default)
