@@ -24,7 +24,7 @@ from strom.table import connectors
 from strom.table.data_stream_conversion import data_stream_node
 from strom.table.errors import NotSupportedYet, ValidationException
 from strom.table.expressions import Expression, col, lit
-from strom.table.planner import builder, correlate, join, over_agg, sink_changelog, top_n, windowing
+from strom.table.planner import builder, correlate, join, over_agg, top_n, windowing
 from strom.table.planner.inline_values import values_node
 from strom.table.planner.plan import DataStreamScanNode, PlanNode, SourceNode
 from strom.table.planner.temporal_join import plan_temporal
@@ -126,7 +126,7 @@ class TableEnvironment:
     # -- tables ----------------------------------------------------------------------------------
     def from_elements(self, elements: Any, schema: Any = None, verify_schema: bool = True) -> Table:
         elements = list(elements)
-        rows = [tuple(e) if isinstance(e, (tuple, list)) else (e,) for e in elements]
+        rows = [tuple(e) if isinstance(e, (tuple, list, Row)) else (e,) for e in elements]
         if isinstance(schema, Schema):
             if schema.computed or schema.metadata or schema.watermark_spec is not None:
                 raise ValidationException("from_elements: the Schema may declare physical columns only; computed "
@@ -411,15 +411,9 @@ class TableEnvironment:
             if st.root != qt.root and not (st.is_numeric and qt.is_numeric):
                 raise ValidationException(f"INSERT INTO {obj.name}: column {n!r} is {st.base()}, the query gives "
                                           f"{qt.base()}")
-        full = f"{CATALOG}.{DATABASE}.{obj.name}"
-        materialize = self.get_config().get(sink_changelog.UPSERT_MATERIALIZE, "AUTO")
-        changelog = sink_changelog.plan_sink_changelog(
-            node, sink_name=full, mode=factory.sink_mode(ctx), sink_columns=ctx.column_names(),
-            primary_key=ctx.primary_key, materialize=materialize)
         env = self._job_env(node)
         ds = translate(node, env)
         uid = node.uid("sink-" + obj.name)
-        ds = sink_changelog.apply_sink_changelog(ds, changelog, ctx.column_names(), uid)
         factory.build_sink(ctx, ds, uid)
         full = f"{CATALOG}.{DATABASE}.{obj.name}"
         client = None
@@ -495,9 +489,7 @@ def table_node(obj: CatalogTable, batch: bool = False) -> PlanNode:
     order (a Calc), then its watermark (which makes the column a ROWTIME attribute)."""
     node: PlanNode = SourceNode(list(obj.columns), table_name=f"{CATALOG}.{DATABASE}.{obj.name}",
                                 options=dict(obj.options), primary_key=obj.primary_key,
-                                partition_keys=obj.partition_keys,
-                                changelog=connectors.factory_for(obj.name, obj.options).source_is_updating(
-                                    table_context(obj)))
+                                partition_keys=obj.partition_keys)
     if obj.computed:
         computed = dict(obj.computed)
         node = builder.select(node, [computed[n].alias(n) if n in computed else col(n) for n in obj.order])

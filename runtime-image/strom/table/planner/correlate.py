@@ -55,7 +55,7 @@ class CorrelateFunction:
         result = self.invoker.func.eval(*values)
         out = []
         for r in ([] if result is None else result):
-            t = tuple(r) if isinstance(r, (tuple, list)) else (r,)
+            t = tuple(r) if isinstance(r, (tuple, list, Row)) else (r,)
             if len(t) != self.width:
                 raise ValueError(f"yielded {r!r}: {len(t)} values, the function declares {self.width} columns")
             out.append(t)
