@@ -15,6 +15,7 @@ from typing import Any
 
 from strom.table.errors import NotSupportedYet, ValidationException
 from strom.table.expressions import Expression
+from strom.table.planner import builtin_functions, json_functions, temporal_functions
 from strom.table.planner.values import sql_string
 from strom.table.types import DataType, DataTypes, type_of_value, wider_numeric, wrap_integer
 
@@ -446,3 +447,7 @@ _CALLS: dict[str, Callable[[Expression, list[Fn], list[DataType]], tuple[Fn, Dat
     "get_field": _get_field,
     "named_call": _unresolved,
 }
+# Flink's built-in functions live in their own modules (one job each); they do not import this one
+_CALLS.update(builtin_functions.CALLS)
+_CALLS.update(temporal_functions.CALLS)
+_CALLS.update(json_functions.CALLS)

@@ -36,6 +36,10 @@ def sql_string(v: Any, data_type: DataType | None = None) -> str:
     if isinstance(v, float):
         return java_double(v)
     if isinstance(v, datetime.datetime):
+        if data_type is not None and data_type.root == "TIMESTAMP_LTZ":  # an instant: shown in the session zone
+            from strom.table.planner import session_zone
+
+            v = session_zone.to_local(v)
         precision = 3 if data_type is None or data_type.precision is None else data_type.precision
         base = v.strftime("%Y-%m-%d %H:%M:%S")
         if precision == 0:

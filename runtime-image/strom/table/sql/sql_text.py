@@ -14,6 +14,7 @@ import sqlglot
 from sqlglot import exp
 
 from strom.table.errors import NotSupportedYet, SqlParserException
+from strom.table.sql import function_syntax
 
 DIALECT = "hive"
 
@@ -26,6 +27,7 @@ def strip_statement(sql: str) -> str:
 
 
 def parse_one(text: str) -> exp.Expression:
+    text = function_syntax.rewrite(text)
     try:
         trees = sqlglot.parse(text, read=DIALECT)
     except sqlglot.errors.ParseError as e:
