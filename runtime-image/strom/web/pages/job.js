@@ -25,18 +25,50 @@ function layoutFor(plan) {
   return layouts.get(key);
 }
 
+// The job's own charts, from the same figures: what its sources emit (records out per second summed over
+// the vertices without inputs) and its worst vertex's busy and back-pressured time.
+const JOB_CHARTS = [
+  ["throughput", "Throughput (records out of the sources per second)", "/s"],
+  ["busy", "Busy time (busiest vertex, max subtask)", "ms/s"],
+  ["backpressured", "Back-pressured time (worst vertex, max subtask)", "ms/s"],
+];
+
+function recordJob(jid, plan, figures, now) {
+  const sources = new Set(plan.nodes.filter((n) => !(n.inputs || []).length).map((n) => n.id));
+  const of = (vid, metric, agg) => {
+    const entry = figures.get(vid).find((m) => m.id === metric);
+    return entry === undefined ? undefined : Number(entry[agg]);
+  };
+  const known = (values) => values.filter((x) => x !== undefined && !Number.isNaN(x));
+  const out = known([...sources].filter((vid) => figures.has(vid))
+    .map((vid) => of(vid, "numRecordsOutPerSecond", "sum")));
+  const busy = known([...figures.keys()].map((vid) => of(vid, "busyTimeMsPerSecond", "max")));
+  const pressed = known([...figures.keys()].map((vid) => of(vid, "backPressuredTimeMsPerSecond", "max")));
+  if (out.length) record(`${jid}/job/throughput`, now, out.reduce((a, b) => a + b, 0));
+  if (busy.length) record(`${jid}/job/busy`, now, Math.max(...busy));
+  if (pressed.length) record(`${jid}/job/backpressured`, now, Math.max(...pressed));
+}
+
+const jobCharts = (jid) => h("div", { class: "charts", "data-panel": "job-charts" },
+  JOB_CHARTS.map(([name, title, unit]) =>
+    lineChart(title, history(`${jid}/job/${name}`), unit, { "data-chart": `job-${name}` })));
+
 // Each vertex's load (for the colours); its figures are recorded for the charts at `now` (when seen).
-async function vertexLoads(jid, vertices, now) {
-  const entries = await Promise.all(vertices.map(async (v) => {
+async function vertexLoads(jid, plan, vertices, now) {
+  const answers = new Map(await Promise.all(vertices.map(async (v) => {
     const path = `/jobs/${jid}/vertices/${v.id}/subtasks/metrics?get=${METRICS}&agg=max,sum`;
-    const answer = await getJson(path);
+    return [v.id, await getJson(path)];
+  })));
+  recordJob(jid, plan, answers, now);
+  const entries = vertices.map((v) => {
+    const answer = answers.get(v.id);
     const max = Object.fromEntries(answer.map((m) => [m.id, Number(m.max)]));
     for (const [metric, agg] of CHARTS) {
       const entry = answer.find((m) => m.id === metric);
       if (entry) record(`${jid}/${v.id}/${metric}`, now, Number(entry[agg]));
     }
     return [v.id, vertexLoad(max)];
-  }));
+  });
   return new Map(entries);
 }
 
@@ -96,7 +128,7 @@ async function vertexPanel(jid, vid) {
 
 async function graphTab(job, vertexId, ctx) {
   const vertices = new Map(job.vertices.map((v) => [v.id, v]));
-  const loads = await vertexLoads(job.jid, job.vertices, Date.now());
+  const loads = await vertexLoads(job.jid, job.plan, job.vertices, Date.now());
   const panel = vertices.has(vertexId) ? await vertexPanel(job.jid, vertexId) : null;
   const rows = job.vertices.map((v) => h("tr", { "data-vertex-id": v.id, class: v.id === vertexId ? "selected" : null },
     h("td", null, h("a", { href: `#/jobs/${job.jid}/overview/${v.id}` }, v.name)), h("td", null, v.parallelism), h("td", null, stateBadge(v.status)),
@@ -109,6 +141,8 @@ async function graphTab(job, vertexId, ctx) {
     h("p", { class: "legend" }, h("span", { class: "swatch load-busy" }), "busy ",
       h("span", { class: "swatch load-backpressured" }), "back-pressured ",
       h("span", { class: "swatch load-idle" }), "idle"),
+    h("h2", null, "Job metrics", h("span", { class: "muted" }, " (since this page opened)")),
+    jobCharts(job.jid),
     table(["Name", "Parallelism", "Status", "Records in", "Records out", "Bytes in", "Bytes out", "Back pressure"],
       rows, { "data-table": "vertices" }),
     panel);
