@@ -263,6 +263,7 @@ class RankNode(PlanNode):
     deduplicate: str | None = None  # "first"/"last" (by rowtime or proctime) for Flink's Deduplicate
     rowtime: bool = False  # deduplication by a rowtime (compares timestamps) rather than arrival order
     final_only: bool = False
+    rank_type: str = "ROW_NUMBER"  # ROW_NUMBER, RANK, DENSE_RANK
 
     @property
     def inputs(self) -> list[PlanNode]:
@@ -285,7 +286,7 @@ class RankNode(PlanNode):
         if self.deduplicate is not None:
             return f"Deduplicate(keep=[{self.deduplicate}Row], key=[{part}], order=[{order}])"
         end = "unbounded" if self.rank_end is None else str(self.rank_end)
-        return (f"Rank(rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd={end}], partitionBy=[{part}], "
+        return (f"Rank(rankType=[{self.rank_type}], rankRange=[rankStart=1, rankEnd={end}], partitionBy=[{part}], "
                 f"orderBy=[{order}], select=[{', '.join(self.names())}])")
 
 

@@ -6,7 +6,8 @@
   the last);
 * ORDER BY .. LIMIT n and LIMIT n are a Top-N over the whole table; ORDER BY without LIMIT sorts only in
   BATCH mode (streaming refuses it with Flink's message, except on a time attribute: not supported yet).
-Top-N over an updating input (Flink's retract Top-N) is refused for now.
+Top-N over an updating input runs as Flink's retract Top-N (planner/retract_rank.py), as do RANK() and
+DENSE_RANK() (`rank_over`/`dense_rank_over` calls from the translator).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from strom.table.planner.scalar import column_index
 from strom.table.types import DataTypes
 
 OVER = "row_number_over"
+RANK_CALLS = {"row_number_over": "ROW_NUMBER", "rank_over": "RANK", "dense_rank_over": "DENSE_RANK"}
 
 
 def over_item(select: list[Expression]) -> tuple[int, Expression, str] | None:
@@ -28,7 +30,7 @@ def over_item(select: list[Expression]) -> tuple[int, Expression, str] | None:
     found = None
     for i, e in enumerate(select):
         inner = e.args[0] if e.op == "alias" else e
-        if inner.op == "call" and inner.name == OVER:
+        if inner.op == "call" and inner.name in RANK_CALLS:
             if found is not None:
                 raise NotSupportedYet("several ROW_NUMBER() OVER (...) in one select")
             found = (i, inner, builder.output_name(e, i))
@@ -38,7 +40,7 @@ def over_item(select: list[Expression]) -> tuple[int, Expression, str] | None:
 
 
 def _contains_over(e: Expression) -> bool:
-    return (e.op == "call" and e.name == OVER) or any(_contains_over(a) for a in e.args)
+    return (e.op == "call" and e.name in RANK_CALLS) or any(_contains_over(a) for a in e.args)
 
 
 def _conjuncts(e: Expression | None) -> list[Expression]:
@@ -114,7 +116,7 @@ def plan_top_n(
     partition = [index_of(k.name) for k in keys[:partition_count]]
     order = [SortKey(index_of(k.name), desc, nulls_first)
              for k, (desc, nulls_first) in zip(keys[partition_count:], flags, strict=True)]
-    node = _rank(calc, partition, order, rank_end, output_rank, final_only, rn)
+    node = _rank(calc, partition, order, rank_end, output_rank, final_only, rn, RANK_CALLS[over.name])
     if hidden:
         keep = [n for n in node.names() if not n.startswith("$rank_")]
         node = CalcNode([c for c in node.columns if not c[0].startswith("$rank_")], input=node,
@@ -123,19 +125,20 @@ def plan_top_n(
 
 
 def _rank(calc: PlanNode, partition: list[int], order: list[SortKey], rank_end: int | None, output_rank: bool,
-          final_only: bool, rn: str = "rn") -> RankNode:
-    if calc.updating:
-        raise NotSupportedYet("Top-N / ORDER BY .. LIMIT over an updating input (Flink's retract Top-N)")
+          final_only: bool, rn: str = "rn", rank_type: str = "ROW_NUMBER") -> RankNode:
+    if calc.updating and rank_end is None:
+        raise NotSupportedYet("ORDER BY without LIMIT over an updating input")
     columns = list(calc.columns) + ([(rn, DataTypes.BIGINT(False))] if output_rank else [])
     deduplicate = None
     rowtime = False
-    if rank_end == 1 and not output_rank and len(order) == 1:
+    if rank_end == 1 and not output_rank and len(order) == 1 and rank_type == "ROW_NUMBER" and not calc.updating:
         t = calc.columns[order[0].index][1]
         if t.time_attr is not None:
             deduplicate = "last" if order[0].descending else "first"
             rowtime = t.time_attr == "ROWTIME"
     return RankNode(columns, input=calc, partition=partition, order=order, rank_end=rank_end,
-                    output_rank=output_rank, deduplicate=deduplicate, rowtime=rowtime, final_only=final_only)
+                    output_rank=output_rank, deduplicate=deduplicate, rowtime=rowtime, final_only=final_only,
+                    rank_type=rank_type)
 
 
 def hidden_sort_columns(parts: Any) -> list[Expression]:

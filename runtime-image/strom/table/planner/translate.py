@@ -44,6 +44,7 @@ from strom.table.planner.plan import (
     WindowTableFunctionNode,
 )
 from strom.table.planner.rank import DeduplicateFunction, TopNFunction
+from strom.table.planner.retract_rank import RetractableTopNFunction
 from strom.table.planner.rows import make_row
 from strom.table.planner.scalar import compile_scalar
 from strom.table.planner.streaming_join import StreamingJoinFunction
@@ -280,6 +281,9 @@ def _rank(node: RankNode, ds: DataStream) -> DataStream:
     fn: Any
     if node.deduplicate is not None:
         fn = DeduplicateFunction(node.deduplicate, node.order[0].index, node.rowtime, node.names(), node.final_only)
+    elif node.input.updating or node.rank_type != "ROW_NUMBER":
+        fn = RetractableTopNFunction(list(node.order), node.rank_end, node.output_rank, node.names(),
+                                     node.final_only, node.rank_type)
     else:
         fn = TopNFunction(list(node.order), node.rank_end, node.output_rank, node.names(), node.final_only)
     keyed = ds.key_by(lambda row, p=tuple(node.partition): tuple(row[i] for i in p))
