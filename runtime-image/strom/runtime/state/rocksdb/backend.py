@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from rocksdict import Rdict, WriteBatch
+from rocksdict import Rdict, ReadOptions, WriteBatch
 
 from strom.common.key_groups import KeyGroupRange
 from strom.datastream.state import StateTtlConfig
@@ -38,6 +38,7 @@ from strom.runtime.state.rocksdb.options import RocksDBTuning
 DB_DIR = "db"
 # TTL cleanup runs when this many entries are owed: one iterator per batch, not per access
 CLEANUP_BATCH = 64
+ENCODED_KEYS_MAX = 100_000  # remembered key encodings per subtask (a few hundred bytes each at most)
 _STATE_CLASSES = {
     "value": rs.RocksDBValueState,
     "list": rs.RocksDBListState,
@@ -53,7 +54,7 @@ class RocksDBTable:
     Named like the heap's StateTable because operators treat both alike (`table.kind`,
     `drop_namespace_if_empty`); the entries themselves are in RocksDB."""
 
-    __slots__ = ("name", "kind", "ttl", "name_part", "cleanup_cursor", "cleanup_pending", "cache")
+    __slots__ = ("name", "kind", "ttl", "name_part", "cleanup_cursor", "cleanup_pending", "cache", "values", "dirty")
 
     def __init__(self, name: str, kind: str, ttl: bool = False) -> None:
         self.name = name
@@ -63,6 +64,10 @@ class RocksDBTable:
         self.cleanup_cursor: bytes | None = None  # the next RocksDB key the TTL cleanup looks at
         self.cleanup_pending = 0  # entries the TTL cleanup owes (it runs in batches)
         self.cache: RocksDBNamespaceCache | None = None  # namespaces kept in memory (see namespace_cache)
+        # value state: RocksDB key -> the immutable object last written or read there (None: no value), and the
+        # keys whose cached value RocksDB does not have yet (see rocksdb.states)
+        self.values: dict[bytes, Any] = {}
+        self.dirty: set[bytes] = set()
 
     def drop_namespace_if_empty(self, namespace: Any) -> None:
         """RocksDB holds no empty containers; a namespace cache forgets the namespace's dict."""
@@ -108,6 +113,7 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
         self._cached_key: Any = object()
         self.kg_bytes = b""
         self.key_bytes = b""
+        self._encoded_keys: dict[tuple[type, Any], tuple[bytes, bytes]] = {}
         # list elements are keyed by a sequence number, so they iterate in append order
         self.next_seq = 1
         # incremental checkpoints: local SST file name -> its uploaded copy (see rocksdb.snapshots)
@@ -115,10 +121,23 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
 
     # -- the current key ----------------------------------------------------------------------------
     def refresh_key(self) -> None:
-        """Encode the current key (called by states when `current_key` changed)."""
+        """Encode the current key (called by states when `current_key` changed). The encodings of int and str
+        keys are remembered (by type too: 1, 1.0 and True are equal keys of a dict, different pickles): a
+        keyed operator meets the same keys again and again, and pickling one costs more than the lookup."""
         key = self.current_key
-        self.kg_bytes = rk.key_group_prefix(self.key_groups.key_group(key))
-        self.key_bytes = rk.key_part(key)
+        t = type(key)
+        if t is int or t is str:
+            encoded = self._encoded_keys.get((t, key))
+            if encoded is None:
+                if len(self._encoded_keys) >= ENCODED_KEYS_MAX:
+                    self._encoded_keys.clear()
+                encoded = self._encoded_keys[(t, key)] = (
+                    rk.key_group_prefix(self.key_groups.key_group(key)), rk.key_part(key)
+                )
+            self.kg_bytes, self.key_bytes = encoded
+        else:
+            self.kg_bytes = rk.key_group_prefix(self.key_groups.key_group(key))
+            self.key_bytes = rk.key_part(key)
         self._cached_key = key
 
     def key_is_cached(self) -> bool:
@@ -143,6 +162,7 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
             return None
         if table.cache is not None:
             return None  # one owner per state
+        self.forget_values(table)  # the cache loads what RocksDB holds of the table
         cache = RocksDBNamespaceCache(self, table, self.namespace_cache_entries)
         if not cache.fits:
             return None  # the restored state alone outgrows the bound: it stays in RocksDB only
@@ -156,13 +176,47 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
 
     def write_through_caches(self) -> None:
         """Every cached entry into RocksDB: before a snapshot or a read that scans RocksDB."""
+        for table in self.tables.values():
+            self.write_values(table)
         for cache in self.namespace_caches:
             cache.write_through()
+            cache.table.values.clear()
+
+    def write_values(self, table: RocksDBTable) -> None:
+        """Put a value state's pending writes (see rocksdb.states) into RocksDB, one write batch."""
+        dirty = table.dirty
+        if not dirty:
+            return
+        values = table.values
+        batch = WriteBatch(raw_mode=True)
+        for k in dirty:
+            v = values[k]
+            if v is None:
+                batch.delete(k)
+            else:
+                batch.put(k, rk.dumps(v))
+        self.db.write(batch)
+        dirty.clear()
+
+    def forget_values(self, table: RocksDBTable | None = None) -> None:
+        """Write through and drop the value-state caches (of `table`, or all): RocksDB is about to be written
+        by another path (restore, TTL cleanup, a namespace cache), and the caches follow only their own writes."""
+        for t in self.tables.values() if table is None else (table,):
+            self.write_values(t)
+            t.values.clear()
 
     # -- scans --------------------------------------------------------------------------------------
     def scan(self, prefix: bytes, source: Any = None) -> Iterator[tuple[bytes, bytes]]:
-        """(key, value) of every entry whose key starts with `prefix`, in key order."""
-        it = (source or self.db).iter()
+        """(key, value) of every entry whose key starts with `prefix`, in key order. The iterator is bounded
+        above by the prefix's successor: without the bound, a seek into an emptied prefix (a list state just
+        cleared) walks every deletion marker after it until it meets a live entry, perhaps at the database's end."""
+        upper = _successor(prefix)
+        if upper is None:
+            it = (source or self.db).iter()
+        else:
+            read_options = ReadOptions()
+            read_options.set_iterate_upper_bound(upper)
+            it = (source or self.db).iter(read_options)
         it.seek(prefix)
         while it.valid():
             k = it.key()
@@ -172,7 +226,8 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
             it.next()
 
     def delete_prefix(self, prefix: bytes) -> None:
-        """Delete the entries under `prefix` one by one (range tombstones would pile up per cleared key)."""
+        """Delete the entries under `prefix` one by one (range tombstones would pile up per cleared key). Callers:
+        list/map states' clear and a namespace cache's drop (which clears its table's value cache itself)."""
         keys = [k for k, _ in self.scan(prefix)]
         if len(keys) == 1:
             self.db.delete(keys[0])
@@ -232,6 +287,7 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
         Flink cleans RocksDB state with a compaction filter; this walks the state instead, a batch
         at a time, skipping the current key (the access in progress handles it). Every stored
         entry of a TTL state (a value, a list element, a map entry) is `(value, last_access_ms)`."""
+        self.forget_values(table)  # the walk reads RocksDB and deletes there
         if not self.key_is_cached():
             self.refresh_key()
         current = self.key_bytes
@@ -271,15 +327,18 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
         return rocksdb_snapshots.snapshot_rocksdb(self, timer_service, operator_uid=operator_uid)
 
     def restore_native(self, snapshot: Any, *, whole: bool) -> tuple[list[Timer], list[Timer]] | None:
+        self.forget_values()
         return rocksdb_snapshots.restore_native(self, snapshot, whole=whole)
 
     def write_key_group(self, key_group: int, entries: dict[str, list[Entry]], *, copy: bool) -> None:
+        self.forget_values()
         kinds = {name: t.kind for name, t in self.tables.items()}
         canonical.write_entries(self.db, kinds, key_group, entries, self.take_seq, operator_uid=self.operator_uid)
 
     # -- lifecycle ------------------------------------------------------------------------------------
     def reopen(self, prepare: Callable[[str], None]) -> None:
         """Close the database, let `prepare(path)` fill its directory (a restore), and open it again."""
+        self.forget_values()
         self.db.close()
         del self.db
         shutil.rmtree(self.db_path, ignore_errors=True)
@@ -295,6 +354,14 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
             finally:
                 self.db = None  # type: ignore[assignment]
         self._cleanup()
+
+
+def _successor(prefix: bytes) -> bytes | None:
+    """The least key above every key that starts with `prefix` (None: there is none, or the prefix is empty)."""
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        return None
+    return stripped[:-1] + bytes((stripped[-1] + 1,))
 
 
 def _u32(data: bytes, pos: int) -> int:

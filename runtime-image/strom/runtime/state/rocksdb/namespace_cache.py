@@ -97,6 +97,7 @@ class RocksDBNamespaceCache:
 
     def drop_if_empty(self, namespace: Any) -> None:
         """A cleaned-up window: forget its dict, and its entries in RocksDB if it was written through."""
+        self.backend.forget_values(self.table)
         m = self.maps.get(namespace)
         if m is not None and not m:
             del self.maps[namespace]

@@ -148,6 +148,7 @@ def snapshot_rocksdb(
     *,
     operator_uid: str | None = None,
 ) -> RocksDBFullSnapshot | RocksDBIncrementalSnapshot:
+    backend.write_through_caches()  # a snapshot sees every write (the caches' pending ones too)
     uid = backend.operator_uid if operator_uid is None else operator_uid
     event, processing = timer_service.timer_entries() if timer_service is not None else ([], [])
     states = tuple(StateMeta(t.name, t.kind, t.ttl) for t in backend.tables.values())

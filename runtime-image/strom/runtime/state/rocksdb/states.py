@@ -28,6 +28,36 @@ if TYPE_CHECKING:
 
 _dumps, _loads = rk.dumps, rk.loads
 
+# Value-state cache: a value state reads the same key's value again and again (q4 reads an auction per bid:
+# 35% of its CPU went to RocksDB gets and unpickling) and often rewrites it before any snapshot. The table keeps,
+# per RocksDB key, the object last written or read (None: no value), only for immutable values: returning the
+# cached object is then the same as returning a fresh copy, as RocksDB reads must. Writes of immutable values
+# stay in the cache (`table.dirty`) until the backend writes them through: before every snapshot and every read
+# that scans RocksDB (`backend.write_through_caches`), before another writer of the table's keys (restore, TTL
+# cleanup, a namespace cache: `backend.forget_values`), and when the cache passes VALUE_CACHE_ENTRIES.
+VALUE_CACHE_ENTRIES = 100_000
+_SCALARS = frozenset({int, float, str, bytes, bool, type(None), complex})
+_immutable_tuple_types: dict[type, bool] = {tuple: True}
+
+
+def _is_immutable(value: Any) -> bool:
+    """int/float/str/bytes/bool/None, or a tuple or NamedTuple (no instance attributes) of such, nested."""
+    t = type(value)
+    if t in _SCALARS:
+        return True
+    plain = _immutable_tuple_types.get(t)
+    if plain is None:
+        # a NamedTuple: a direct tuple subclass with `_fields` and empty __slots__ (no attribute can change)
+        plain = _immutable_tuple_types[t] = (
+            t.__bases__ == (tuple,) and hasattr(t, "_fields") and t.__dict__.get("__slots__", None) == ()
+        )
+    if not plain:
+        return False
+    for x in value:
+        if type(x) not in _SCALARS and not _is_immutable(x):
+            return False
+    return True
+
 
 class _RocksDBState:
     __slots__ = ("backend", "table", "namespace", "_middle")
@@ -90,14 +120,50 @@ class RocksDBValueState(_RocksDBState, ValueState[Any]):
     __slots__ = ()
 
     def value(self) -> Any:
-        v = self.backend.db.get(self._key())
-        return None if v is None else _loads(v)
+        k = self._key()
+        table = self.table
+        v = table.values.get(k, _MISSING)
+        if v is not _MISSING:
+            return v
+        raw = self.backend.db.get(k)
+        if raw is None:
+            _remember(self.backend, table, k, None)  # absent: the next read of this key asks RocksDB no more
+            return None
+        v = _loads(raw)
+        if _is_immutable(v):
+            _remember(self.backend, table, k, v)
+        return v
 
     def update(self, value: Any) -> None:
         if value is None:
             self.clear()
+            return
+        k = self._key()
+        table = self.table
+        if _is_immutable(value):
+            _remember(self.backend, table, k, value)
+            table.dirty.add(k)
         else:
-            self.backend.db.put(self._key(), _dumps(value))
+            table.values.pop(k, None)
+            table.dirty.discard(k)
+            self.backend.db.put(k, _dumps(value))
+
+    def clear(self) -> None:
+        k = self._key()
+        table = self.table
+        _remember(self.backend, table, k, None)
+        table.dirty.add(k)
+
+
+_MISSING = object()
+
+
+def _remember(backend: RocksDBKeyedStateBackend, table: RocksDBTable, k: bytes, v: Any) -> None:
+    values = table.values
+    if len(values) >= VALUE_CACHE_ENTRIES and k not in values:
+        backend.write_values(table)
+        values.clear()
+    values[k] = v
 
 
 class RocksDBListState(_Multi, ListState[Any]):
