@@ -11,7 +11,7 @@ import os
 import random
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from strom.common import Configuration
@@ -530,3 +530,89 @@ def test_incremental_checkpoints_on_s3(s3_server: S3Server):
     assert 0 < second < first / 4
     restored = to_canonical(handle)
     assert sum(len(b) for b in restored.key_groups.values()) > 3_000_000
+
+
+# -- the value-state cache and bounded scans (issue 23) --------------------------------------------------
+class _Pair(NamedTuple):
+    name: str
+    n: int
+
+
+@pytest.mark.parametrize("incremental", [False, True])
+def test_value_state_writes_held_in_its_cache_reach_every_snapshot_past_the_cache_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, incremental: bool
+):
+    """Immutable values stay in the value cache until a snapshot; a tiny bound forces write-backs mid-run.
+    The restored backend (a fresh one, heap and RocksDB) must hold what a plain dict says."""
+    from strom.runtime.state.rocksdb import states as rocksdb_states
+
+    monkeypatch.setattr(rocksdb_states, "VALUE_CACHE_ENTRIES", 7)
+    rnd = random.Random(23)
+    storage = _Storage(checkpoint_storage_for(tmp_path.as_uri()))
+    be = make_backend("rocksdb", **{"state.backend.incremental": incremental})
+    s = be.get_state(ValueStateDescriptor("v"))
+    model: dict[str, Any] = {}
+    for step in range(600):
+        key = f"key-{rnd.randrange(40)}"
+        be.set_current_key(key)
+        action = rnd.random()
+        if action < 0.15:
+            s.clear()
+            model.pop(key, None)
+        elif action < 0.3:
+            assert s.value() == model.get(key)
+        else:
+            value = rnd.choice([step, f"s{step}", (step, "t"), _Pair("p", step), [step], {"d": step}])
+            s.update(value)
+            model[key] = value
+    snap = materialize(snapshot_rocksdb(be, None, operator_uid="uid-1"), storage.uploader)
+    snap = storage.bind(snap) if isinstance(snap, IncrementalKeyedStateHandle) else snap
+    be.close()
+    for kind in BACKENDS:
+        target = make_backend(kind)
+        try:
+            if isinstance(target, HeapKeyedStateBackend):
+                restore_keyed(target, None, [to_canonical(snap) if incremental else snap])
+            else:
+                restore_keyed(target, None, [snap])
+            restored = target.get_state(ValueStateDescriptor("v"))
+            got = {}
+            for i in range(40):
+                target.set_current_key(f"key-{i}")
+                if (v := restored.value()) is not None:
+                    got[f"key-{i}"] = v
+            assert got == model, kind
+        finally:
+            target.close()
+
+
+def test_a_cached_value_is_never_one_the_caller_can_change():
+    """Only immutable values are cached: a list or a tuple holding a list is read fresh each time."""
+    be = make_backend("rocksdb")
+    try:
+        s = be.get_state(ValueStateDescriptor("v"))
+        be.set_current_key("k")
+        s.update((1, [2]))
+        s.value()[1].append(3)
+        assert s.value() == (1, [2])
+        s.update(_Pair("a", 1))
+        assert s.value() == _Pair("a", 1) and type(s.value()) is _Pair
+    finally:
+        be.close()
+
+
+@pytest.mark.parametrize("prefix", [b"a", b"a\xff", b"\xff\xff", b"ab\x00", b"b"])
+def test_scans_list_exactly_the_keys_under_a_prefix_with_deleted_neighbours(prefix: bytes):
+    """backend.scan bounds its iterator above by the prefix's successor; compared with startswith over the keys."""
+    be = make_backend("rocksdb")
+    try:
+        keys = [b"a", b"a\x00", b"a\xff", b"a\xff\x00", b"a\xff\xff", b"ab", b"ab\x00\x01", b"b", b"b\x00", b"\xff",
+                b"\xff\xff", b"\xff\xff\x01"]
+        for k in keys:
+            be.db.put(k, b"v")
+        for k in keys[::3]:
+            be.db.delete(k)
+        live = sorted(k for i, k in enumerate(keys) if i % 3)
+        assert [k for k, _ in be.scan(prefix)] == [k for k in live if k.startswith(prefix)]
+    finally:
+        be.close()
