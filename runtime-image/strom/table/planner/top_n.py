@@ -4,6 +4,8 @@
   is Top-N; the rank number is an output column only when the outer query uses it (or selects `*`);
 * N = 1 ordered by one time attribute, rank number unused, is deduplication (ASC keeps the first row, DESC
   the last);
+* with window_start and window_end in PARTITION BY over an insert-only input it is a window Top-N or window
+  deduplication (planner/window_rank.py): emitted once per window, insert-only;
 * ORDER BY .. LIMIT n and LIMIT n are a Top-N over the whole table; ORDER BY without LIMIT sorts only in
   BATCH mode (streaming refuses it with Flink's message, except on a time attribute: not supported yet).
 Top-N over an updating input runs as Flink's retract Top-N (planner/retract_rank.py), as do RANK() and
@@ -19,6 +21,7 @@ from strom.table.expressions import Expression, col
 from strom.table.planner import builder
 from strom.table.planner.plan import CalcNode, PlanNode, RankNode, SortKey
 from strom.table.planner.scalar import column_index
+from strom.table.planner.window_rank import window_bounds, window_rank
 from strom.table.types import DataTypes
 
 OVER = "row_number_over"
@@ -116,7 +119,11 @@ def plan_top_n(
     partition = [index_of(k.name) for k in keys[:partition_count]]
     order = [SortKey(index_of(k.name), desc, nulls_first)
              for k, (desc, nulls_first) in zip(keys[partition_count:], flags, strict=True)]
-    node = _rank(calc, partition, order, rank_end, output_rank, final_only, rn, RANK_CALLS[over.name])
+    node: PlanNode = _rank(calc, partition, order, rank_end, output_rank, final_only, rn, RANK_CALLS[over.name])
+    bounds = window_bounds(calc, partition)
+    if bounds is not None and not calc.updating and rank_end is not None:
+        assert isinstance(node, RankNode)
+        node = window_rank(node, bounds[1])  # window Top-N / window deduplication: once per window, insert-only
     if hidden:
         keep = [n for n in node.names() if not n.startswith("$rank_")]
         node = CalcNode([c for c in node.columns if not c[0].startswith("$rank_")], input=node,

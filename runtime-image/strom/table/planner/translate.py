@@ -61,6 +61,9 @@ def translate(node: PlanNode, env: Any, memo: dict[str, DataStream] | None = Non
 
 
 def _translate(node: PlanNode, env: Any, memo: dict[str, DataStream]) -> DataStream:
+    build = getattr(node, "build_stream", None)
+    if build is not None:  # a node whose planner module owns its operator (temporal join, window rank, ...)
+        return build([translate(i, env, memo) for i in node.inputs])  # type: ignore[no-any-return]
     if isinstance(node, SourceNode):
         return _source(node, env)
     if isinstance(node, CalcNode):
@@ -108,9 +111,6 @@ def _translate(node: PlanNode, env: Any, memo: dict[str, DataStream]) -> DataStr
         renamed = [ds.map(_CalcMap([_getter(k) for k in range(len(names))], names)).name("Calc[union-names]").uid(
             node.uid(f"union-input-{i + 1}")) for i, ds in enumerate(rest)]
         return first.union(*renamed)
-    build = getattr(node, "build_stream", None)
-    if build is not None:  # a node whose planner module owns its operator (temporal join, window join, ...)
-        return build([translate(i, env, memo) for i in node.inputs])
     raise NotSupportedYet(f"plan node {type(node).__name__}")
 
 
