@@ -317,7 +317,11 @@ class TableEnvironment:
         return node
 
     def _plan_from(self, parts: sqlp.SelectParts) -> PlanNode:
-        node = self._scan(parts.source) if isinstance(parts.source, str) else self._plan_parts(parts.source)
+        if isinstance(parts.source, WindowTVF):  # a window TVF's rows (e.g. under a window Top-N)
+            source, window, window_columns = windowing.window_tvf(self._scan(parts.source.table), parts.source)
+            node = windowing.window_table_function(source, parts.source, window, window_columns)
+        else:
+            node = self._scan(parts.source) if isinstance(parts.source, str) else self._plan_parts(parts.source)
         if parts.lateral is not None:
             node = correlate.correlate(node, parts.lateral.call, parts.lateral.names, parts.lateral.left_outer)
         return node
