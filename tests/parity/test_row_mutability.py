@@ -210,3 +210,34 @@ def test_a_row_key_has_the_same_key_group_and_state_key_bytes_in_every_process()
     assert group == assign_to_key_group(("a", 1, None), 128)  # a Row key routes as the tuple of its values
     assert pickle.loads(key_bytes).value == Row("a", {"x": 1, "y": [2]})
     assert FrozenKey(Row("a", [1])) == FrozenKey(Row("a", [1])) != FrozenKey(Row("b", [1]))
+
+
+class CountThenScribble(KeyedProcessFunction):
+    """Counts records per key in ValueState, then assigns to the record (which is also its key)."""
+
+    def open(self, runtime_context):
+        self.count = runtime_context.get_state(ValueStateDescriptor("n", Types.LONG()))
+
+    def process_element(self, value, ctx):
+        n = (self.count.value() or 0) + 1
+        self.count.update(n)
+        key = ctx.get_current_key()
+        value[1] = -1  # PyFlink's key is its own deserialized object: this does not change the key
+        yield (key[0], key[1], n)
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_assigning_to_a_record_that_is_its_own_key_leaves_the_key_and_its_state_alone(parallelism):
+    """key_by(lambda r: r) on Rows: PyFlink's keyed state holds the key serialized, so assigning to the
+    record afterwards neither renames the key nor loses its count. Reference: a plain Python Counter."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(parallelism)
+    rows = env.from_collection(RECORDS).map(lambda r: Row(r[0], r[1] % 2))
+    out = list(rows.key_by(lambda r: r).process(CountThenScribble()).execute_and_collect())
+    expected: dict[tuple[str, int], int] = defaultdict(int)
+    for k, v in RECORDS:
+        expected[(k, v % 2)] += 1
+    final = {}
+    for k0, k1, n in out:
+        final[(k0, k1)] = max(n, final.get((k0, k1), 0))
+    assert final == dict(expected) and len(out) == len(RECORDS)

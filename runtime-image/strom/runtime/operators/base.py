@@ -15,6 +15,7 @@ from typing import Any
 
 from strom.common import config_options as opts
 from strom.common.key_groups import KeyGroupRange, describe_key_selector, freeze_key
+from strom.common.row import detached
 from strom.common.time import MIN_WATERMARK
 from strom.datastream.functions import Function, RuntimeContext
 from strom.runtime.metrics import MetricGroup
@@ -244,12 +245,12 @@ class StreamOperator:
 
     def keys_for(self, values: list[Any], keys: list[Any] | None, input_index: int = 0) -> list[Any]:
         if keys is not None:
-            return keys
+            return detached(keys)  # a Row key may be the record itself, which the function may assign to
         sel = self.key_selectors[input_index]
         if sel is None:
             return [None] * len(values)
         get_key = sel.get_key
-        ks = [get_key(v) for v in values]
+        ks = detached([get_key(v) for v in values])
         try:
             deque(map(hash, ks), maxlen=0)  # C-level: every key hashable (the common case) costs no Python loop
         except TypeError:  # a list, dict or set key: keyed by value as a FrozenKey

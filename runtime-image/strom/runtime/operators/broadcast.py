@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from strom.common.key_groups import user_key
+from strom.common.row import Row, copy_row
 from strom.runtime.operators.basic import ProcessOperator
 from strom.runtime.operators.contexts import ProcessContext
 from strom.runtime.state.api import StateAccessError
@@ -80,7 +81,7 @@ class BroadcastProcessOperator(ProcessOperator):
             r = fn(v, ctx)
             if r is not None:
                 for o in r:
-                    append(o)
+                    append(copy_row(o) if type(o) is Row else o)  # as emitted (PyFlink serializes it then)
                     append_ts(ts)
         self._emit(out, out_ts)
 

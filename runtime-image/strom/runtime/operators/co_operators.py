@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from strom.common.row import Row, copy_row
 from strom.runtime.operators.base import StreamOperator
 from strom.runtime.operators.basic import ProcessOperator, _converter
 from strom.runtime.operators.contexts import ProcessContext, SideOutputBuffer
@@ -139,6 +140,6 @@ class CoProcessOperator(ProcessOperator):
             r = fn(v, ctx)
             if r is not None:
                 for o in r:
-                    append(o)
+                    append(copy_row(o) if type(o) is Row else o)  # as emitted (PyFlink serializes it then)
                     append_ts(ts)
         self._emit(out, out_ts)
