@@ -19,9 +19,12 @@ from typing import TYPE_CHECKING, Any
 from rocksdict import WriteBatch
 
 from strom.runtime.state.rocksdb import keys as rk
+from strom.runtime.state.rocksdb.states import is_immutable
 
 if TYPE_CHECKING:
     from strom.runtime.state.rocksdb.backend import RocksDBKeyedStateBackend, RocksDBTable
+
+_NOTHING = object()
 
 
 class RocksDBNamespaceCache:
@@ -33,6 +36,9 @@ class RocksDBNamespaceCache:
         self.max_entries = max_entries
         self.maps: dict[Any, dict[Any, Any]] = {}
         self.written: set[Any] = set()  # namespaces with entries in RocksDB (to delete when dropped)
+        # namespace -> {key: the immutable value RocksDB holds}: a write-through skips the entries that are still
+        # that very object, so a snapshot writes what changed since the last one, not the whole cache
+        self.stored: dict[Any, dict[Any, Any]] = {}
         self.fits = self._load()
 
     def _load(self) -> bool:
@@ -48,7 +54,10 @@ class RocksDBNamespaceCache:
                 m = self.maps.get(ns)
                 if m is None:
                     m = self.maps[ns] = {}
-                m[rk.loads(key_raw)] = rk.loads(v)
+                key, value = rk.loads(key_raw), rk.loads(v)
+                m[key] = value
+                if is_immutable(value):
+                    self.stored.setdefault(ns, {})[key] = value
                 self.written.add(ns)
                 loaded += 1
                 if loaded > self.max_entries:
@@ -74,11 +83,14 @@ class RocksDBNamespaceCache:
         self.write_through()
         self.maps.clear()
         self.written.clear()
+        self.stored.clear()
         self.backend.remove_namespace_cache(self)
 
     # -- the backend's side ---------------------------------------------------------------------------
     def write_through(self) -> None:
-        """Put every cached entry into RocksDB (one write batch)."""
+        """Put every cached entry that RocksDB does not hold yet into RocksDB (one write batch). An entry is
+        skipped only when it is the very immutable object written last time: a value changed in place is
+        mutable, so it is written every time."""
         if not self.maps:
             return
         b = self.backend
@@ -89,9 +101,18 @@ class RocksDBNamespaceCache:
         for ns, m in self.maps.items():
             if not m:
                 continue
+            stored = self.stored.get(ns)
+            if stored is None:
+                stored = self.stored[ns] = {}
             middle = name + rk.namespace_part(ns)
             for key, value in m.items():
+                if stored.get(key, _NOTHING) is value:
+                    continue
                 batch.put(kg_prefix(key_group(key)) + middle + key_part(key), dumps(value))
+                if is_immutable(value):
+                    stored[key] = value
+                else:
+                    stored.pop(key, None)
             self.written.add(ns)
         b.db.write(batch)
 
@@ -101,6 +122,7 @@ class RocksDBNamespaceCache:
         m = self.maps.get(namespace)
         if m is not None and not m:
             del self.maps[namespace]
+            self.stored.pop(namespace, None)
         if namespace in self.written and not m:
             self.written.discard(namespace)
             b = self.backend

@@ -40,7 +40,7 @@ _SCALARS = frozenset({int, float, str, bytes, bool, type(None), complex})
 _immutable_tuple_types: dict[type, bool] = {tuple: True}
 
 
-def _is_immutable(value: Any) -> bool:
+def is_immutable(value: Any) -> bool:
     """int/float/str/bytes/bool/None, or a tuple or NamedTuple (no instance attributes) of such, nested."""
     t = type(value)
     if t in _SCALARS:
@@ -54,7 +54,7 @@ def _is_immutable(value: Any) -> bool:
     if not plain:
         return False
     for x in value:
-        if type(x) not in _SCALARS and not _is_immutable(x):
+        if type(x) not in _SCALARS and not is_immutable(x):
             return False
     return True
 
@@ -130,7 +130,7 @@ class RocksDBValueState(_RocksDBState, ValueState[Any]):
             _remember(self.backend, table, k, None)  # absent: the next read of this key asks RocksDB no more
             return None
         v = _loads(raw)
-        if _is_immutable(v):
+        if is_immutable(v):
             _remember(self.backend, table, k, v)
         return v
 
@@ -140,7 +140,7 @@ class RocksDBValueState(_RocksDBState, ValueState[Any]):
             return
         k = self._key()
         table = self.table
-        if _is_immutable(value):
+        if is_immutable(value):
             _remember(self.backend, table, k, value)
             table.dirty.add(k)
         else:
