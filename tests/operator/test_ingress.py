@@ -138,3 +138,20 @@ def test_a_job_ingress_that_cannot_become_an_ingress_is_refused_naming_the_setti
 
 def test_an_empty_job_ingress_template_means_none() -> None:
     assert job_ingress_from("") is None and job_ingress_from('{"template": "", "className": ""}') is None
+
+
+def _rest_peers(spec: FlinkJobSpec) -> list[dict[str, object]]:
+    (policy,) = [o for o in build_job_objects(REF, spec) if o["kind"] == "NetworkPolicy"]
+    return [peer for rule in policy["spec"]["ingress"] if {"port": 8081, "protocol": "TCP"} in rule["ports"]
+            for peer in rule["from"]]
+
+
+def test_the_network_policy_admits_the_ingress_controllers_namespaces_to_rest_only_when_named() -> None:
+    controllers = {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}
+    named = _spec({"template": "/{{name}}", "controllerNamespaceSelector": controllers})
+    assert {"namespaceSelector": controllers} in _rest_peers(named)
+    unnamed = _rest_peers(_spec({"template": "/{{name}}"}))
+    assert not any("namespaceSelector" in peer and "podSelector" not in peer for peer in unnamed)
+    (policy,) = [o for o in build_job_objects(REF, named) if o["kind"] == "NetworkPolicy"]
+    metrics_rules = [r for r in policy["spec"]["ingress"] if {"port": 9249, "protocol": "TCP"} in r["ports"]]
+    assert all({"port": 8081, "protocol": "TCP"} not in r["ports"] for r in metrics_rules)  # REST stays apart

@@ -6,6 +6,7 @@ Shaped as the Flink Kubernetes Operator's `spec.ingress`: a `template` for the h
 
 from __future__ import annotations
 
+from strom_operator.crd.schema_security import namespace_selector
 from strom_operator.crd.schema_types import obj, string, string_map
 
 INGRESS = obj(
@@ -17,4 +18,8 @@ INGRESS = obj(
             "{{name}}(/|$)(.*)', '{{name}}.{{namespace}}.example.com' or '/{{namespace}}/{{name}}(/|$)(.*)'."),
         "className": string("spec.ingressClassName of the Ingress (unset: the cluster's default class)."),
         "annotations": string_map("Annotations of the Ingress, e.g. nginx.ingress.kubernetes.io/rewrite-target."),
+        "controllerNamespaceSelector": namespace_selector(
+            "Namespaces of the ingress controller's pods, e.g. {matchLabels: {kubernetes.io/metadata.name: "
+            "ingress-nginx}}: the job's NetworkPolicy (spec.security.networkPolicy) lets them reach the REST port. "
+            "Unset: it does not, so with the NetworkPolicy on the Ingress gets no answer."),
     }, required=("template",))

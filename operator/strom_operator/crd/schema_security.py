@@ -28,6 +28,14 @@ TLS = obj(
         "issuerRef": ISSUER_REF,
     }, default={})
 
+def namespace_selector(description: str) -> Schema:
+    """A LabelSelector over namespaces (matchLabels, matchExpressions)."""
+    return obj(description, {
+        "matchLabels": string_map("Labels a namespace must have."),
+        "matchExpressions": array("Requirements a namespace's labels must meet.", _SELECTOR_REQUIREMENT),
+    })
+
+
 _SELECTOR_REQUIREMENT = obj("A label selector requirement.", {
     "key": string("The label key."),
     "operator": string("How the key relates to the values.", enum=("In", "NotIn", "Exists", "DoesNotExist")),

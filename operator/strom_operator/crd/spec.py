@@ -165,17 +165,20 @@ class IngressSpec:
     template: str
     class_name: str | None = None
     annotations: Mapping[str, str] = field(default_factory=dict)
+    controller_namespace_selector: Mapping[str, Any] | None = None  # admitted to REST by the NetworkPolicy
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None) -> IngressSpec | None:
         if not d:
             return None
-        return cls(str(d.get("template", "")), d.get("className"), dict(d.get("annotations") or {}))
+        return cls(str(d.get("template", "")), d.get("className"), dict(d.get("annotations") or {}),
+                   d.get("controllerNamespaceSelector"))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"template": self.template}
         _put(out, "className", self.class_name)
         _put(out, "annotations", dict(self.annotations) or None)
+        _put(out, "controllerNamespaceSelector", copy.deepcopy(self.controller_namespace_selector))
         return out
 
 

@@ -9,6 +9,8 @@ Ingress to the job's pods (selected by the job's instance label, both components
   and pod labels come from its environment (the chart sets `STROM_OPERATOR_NAMESPACE` by the downward
   API and `STROM_OPERATOR_POD_LABELS`). Unknown (an operator outside the cluster), the rule is left
   out, so nothing outside the job reaches REST;
+* on the REST port from pods of the namespaces spec.ingress.controllerNamespaceSelector selects (the
+  ingress controller's), when the job has an Ingress and that selector is set;
 * on the metrics port (9249) from pods of the namespaces spec.security.networkPolicy.metricsNamespaceSelector
   selects (unset: every namespace, where Prometheus may run).
 
@@ -22,6 +24,7 @@ v1.19 refuses a list element without its key fields.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -92,6 +95,10 @@ def build_network_policy(ref: FlinkJobRef, spec: FlinkJobSpec, operator: Operato
     ]
     if operator is not None:
         ingress.append({"from": [operator_peer(ref, operator)], "ports": _ports([REST_PORT])})
+    controllers = spec.ingress.controller_namespace_selector if spec.ingress is not None else None
+    if controllers is not None:  # spec.ingress: its controller's pods reach the dashboard (REST)
+        peer = {"namespaceSelector": copy.deepcopy(dict(controllers))}
+        ingress.append({"from": [peer], "ports": _ports([REST_PORT])})
     ingress.append({"from": [{"namespaceSelector": dict(selector or {})}], "ports": _ports([METRICS_PORT])})
     return {
         "apiVersion": "networking.k8s.io/v1",
