@@ -15,16 +15,26 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from strom.common.config_options import TABLE_STATE_TTL
+from strom.common.config_options import TABLE_DML_SYNC, TABLE_LOCAL_TIME_ZONE, TABLE_STATE_TTL
 from strom.common.configuration import Configuration
 from strom.common.row import Row
 from strom.datastream.data_stream import DataStream
 from strom.datastream.stream_execution_environment import StreamExecutionEnvironment
-from strom.table import connectors
+from strom.table import connectors, sql_session
 from strom.table.data_stream_conversion import data_stream_node
 from strom.table.errors import NotSupportedYet, ValidationException
 from strom.table.expressions import Expression, col, lit
-from strom.table.planner import builder, correlate, join, over_agg, top_n, windowing
+from strom.table.planner import (
+    builder,
+    correlate,
+    insert_columns,
+    join,
+    over_agg,
+    session_zone,
+    sink_changelog,
+    top_n,
+    windowing,
+)
 from strom.table.planner.inline_values import values_node
 from strom.table.planner.plan import DataStreamScanNode, PlanNode, SourceNode
 from strom.table.planner.temporal_join import plan_temporal
@@ -33,6 +43,7 @@ from strom.table.schema import Schema
 from strom.table.sql import parser as sqlp
 from strom.table.sql.catalog import CATALOG, DATABASE, Catalog, CatalogTable, CatalogView
 from strom.table.sql.flink_syntax import WindowTVF
+from strom.table.statement_set import StatementSet
 from strom.table.table import Table
 from strom.table.table_result import ResultKind, TableResult
 from strom.table.types import DataType, DataTypes, check_value, type_of_value
@@ -84,17 +95,47 @@ class EnvironmentSettings:
 
 
 class TableConfig:
-    """`t_env.get_config()`: reads and writes the environment's configuration (same keys as the job's)."""
+    """`t_env.get_config()`: reads and writes the environment's configuration (same keys as the job's).
+    It remembers what this session set (SET lists it) and the values before, which RESET restores."""
 
     def __init__(self, configuration: Configuration) -> None:
         self._conf = configuration
+        self._session: dict[str, str] = {}
+        self._before: dict[str, Any] = {}  # key -> its value before the session's first SET (None: unset)
 
     def get_configuration(self) -> Configuration:
         return self._conf
 
     def set(self, key: str, value: str) -> TableConfig:
+        if key == TABLE_LOCAL_TIME_ZONE.key:
+            session_zone.zone_for(value)  # an unknown zone fails here, naming the key
+        if key not in self._before:
+            self._before[key] = self._conf.to_dict().get(key)
         self._conf.set_string(key, value)
+        self._session[key] = value
         return self
+
+    def session_options(self) -> dict[str, str]:
+        return dict(self._session)
+
+    def reset(self, key: str | None = None) -> TableConfig:
+        """RESET 'key' restores the key's value from before the session set it; RESET restores every key."""
+        for k in [key] if key is not None else list(self._before):
+            if k not in self._before:
+                continue
+            previous = self._before.pop(k)
+            self._session.pop(k, None)
+            if previous is None:
+                self._conf.remove_config(k)
+            else:
+                self._conf.set(k, previous)
+        return self
+
+    def get_local_timezone(self) -> str:
+        return str(self._conf.get(TABLE_LOCAL_TIME_ZONE))
+
+    def set_local_timezone(self, timezone_id: str) -> TableConfig:
+        return self.set(TABLE_LOCAL_TIME_ZONE.key, timezone_id)
 
     def get(self, key: str, default_value: Any = None) -> Any:
         return self._conf.get_string(key, default_value)
@@ -121,7 +162,18 @@ class TableEnvironment:
         return not self._streaming
 
     def get_config(self) -> TableConfig:
-        return TableConfig(self._env.get_configuration())
+        config: TableConfig | None = getattr(self, "_table_config", None)
+        if config is None or config.get_configuration() is not self._env.get_configuration():
+            config = self._table_config = TableConfig(self._env.get_configuration())
+        return config
+
+    def _sync_session(self) -> None:
+        """The session zone functions and printing read (strom.table.planner.session_zone)."""
+        session_zone.set_zone(str(self._env.get_configuration().get(TABLE_LOCAL_TIME_ZONE)))
+
+    def _validate_table(self, table: CatalogTable) -> None:
+        connectors.validate_table(table_context(table))
+        table_node(table)  # computed columns and the watermark, as Flink checks them at CREATE
 
     # -- tables ----------------------------------------------------------------------------------
     def from_elements(self, elements: Any, schema: Any = None, verify_schema: bool = True) -> Table:
@@ -241,10 +293,46 @@ class TableEnvironment:
 
     # -- SQL -------------------------------------------------------------------------------------
     def sql_query(self, query: str) -> Table:
+        self._sync_session()
         return Table(self, self._plan_query(sqlp.parse_query(query)))
 
     def execute_sql(self, stmt: str) -> TableResult:
+        self._sync_session()
         s = sqlp.parse_statement(stmt)
+        pending: StatementSet | None = getattr(self, "_pending_set", None)
+        if pending is not None:  # BEGIN STATEMENT SET; .. END; as Flink's SQL client runs it
+            if isinstance(s, sqlp.Insert):
+                pending._add(s)
+                return _ok()
+            if isinstance(s, sqlp.StatementSetEnd):
+                self._pending_set = None
+                return pending.execute()
+            raise ValidationException(f"only INSERT statements can be added to a statement set (BEGIN STATEMENT "
+                                      f"SET .. END), got {stmt.strip().split()[0]!r}")
+        if isinstance(s, sqlp.StatementSetBegin):
+            self._pending_set = StatementSet(self)
+            return _ok()
+        if isinstance(s, sqlp.StatementSetEnd):
+            raise ValidationException("END without BEGIN STATEMENT SET")
+        if isinstance(s, sqlp.ExecuteStatementSet):
+            statement_set = StatementSet(self)
+            for insert in s.inserts:
+                statement_set._add(insert)
+            return statement_set.execute()
+        if isinstance(s, sqlp.Set):
+            return sql_session.set_option(self, s)
+        if isinstance(s, sqlp.Reset):
+            return sql_session.reset_option(self, s)
+        if isinstance(s, sqlp.Use):
+            return sql_session.use(s)
+        if isinstance(s, sqlp.ShowCreateTable):
+            return sql_session.show_create(self, s)
+        if isinstance(s, sqlp.AlterTable):
+            return sql_session.alter_table(self, s)
+        if isinstance(s, sqlp.Show) and s.what not in ("TABLES", "VIEWS"):
+            return sql_session.show(self, s.what)
+        if isinstance(s, sqlp.CreateTable) and s.like is not None:
+            s = sql_session.merge_like(self, s)
         if isinstance(s, sqlp.CreateTable):
             table = CatalogTable(self._catalog.normalize(s.name), s.columns, s.options, s.computed, s.order,
                                  s.watermark, s.primary_key, s.partition_keys)
@@ -279,7 +367,7 @@ class TableEnvironment:
             return TableResult([("result", DataTypes.STRING(False))], ResultKind.SUCCESS_WITH_CONTENT,
                                rows=[Row(text)])
         if isinstance(s, sqlp.Insert):
-            return self._insert(s.target, self._plan_query(s.query))
+            return self._insert(s.target, self._plan_query(s.query), s.columns, s.overwrite)
         if isinstance(s, sqlp.Query):
             return self._execute_query(self._plan_query(s.query))
         raise NotSupportedYet(f"statement {type(s).__name__}")
@@ -396,7 +484,18 @@ class TableEnvironment:
         return TableResult(list(node.columns), ResultKind.SUCCESS_WITH_CONTENT, start=start,
                            streaming=self._streaming)
 
-    def _insert(self, target: str, node: PlanNode) -> TableResult:
+    def _insert(self, target: str, node: PlanNode, columns: list[str] | None = None,
+                overwrite: bool = False) -> TableResult:
+        return self._execute_inserts([(target, node, columns, overwrite)])
+
+    def create_statement_set(self) -> StatementSet:
+        """Several INSERTs run as one job (see strom.table.statement_set)."""
+        return StatementSet(self)
+
+    def _check_insert(self, target: str, node: PlanNode, columns: list[str] | None = None,
+                      overwrite: bool = False) -> tuple[CatalogTable, PlanNode]:
+        """The sink table and the query's plan fitted to it (a column list fills the other columns with NULL),
+        or a one-line error naming the column / table."""
         obj = self._catalog.get(target)
         if isinstance(obj, CatalogView):
             raise ValidationException(f"cannot INSERT INTO view {obj.name!r}")
@@ -404,6 +503,17 @@ class TableEnvironment:
         factory = connectors.factory_for(obj.name, obj.options)
         if not factory.is_sink():
             factory.build_sink(ctx, None, "")  # raises the connector's "is a source" error
+        full = f"{CATALOG}.{DATABASE}.{obj.name}"
+        if overwrite:
+            if obj.options.get("connector") != "filesystem":
+                raise ValidationException(f"INSERT OVERWRITE requires that the underlying DynamicTableSink of table "
+                                          f"'{full}' implements the SupportsOverwrite interface.")
+            if self._streaming:
+                raise ValidationException(f"INSERT OVERWRITE {full}: Streaming mode not support overwrite.")
+            if not getattr(factory, "supports_overwrite", False):
+                raise NotSupportedYet("INSERT OVERWRITE into the filesystem connector")
+        if columns is not None:
+            node = insert_columns.fit_column_list(node, obj.name, obj.columns, columns)
         sink_types = [t for _, t in obj.columns]
         query_types = [t for _, t in node.columns]
         if len(sink_types) != len(query_types):
@@ -415,18 +525,40 @@ class TableEnvironment:
             if st.root != qt.root and not (st.is_numeric and qt.is_numeric):
                 raise ValidationException(f"INSERT INTO {obj.name}: column {n!r} is {st.base()}, the query gives "
                                           f"{qt.base()}")
-        env = self._job_env(node)
-        ds = translate(node, env)
-        uid = node.uid("sink-" + obj.name)
-        factory.build_sink(ctx, ds, uid)
-        full = f"{CATALOG}.{DATABASE}.{obj.name}"
+        return obj, node
+
+    def _execute_inserts(self, inserts: list[tuple[str, PlanNode, list[str] | None, bool]]) -> TableResult:
+        """INSERTs as ONE job: identical sub-plans are translated once (the memo) and feed every sink."""
+        self._sync_session()
+        checked = [(self._check_insert(t, n, c, o), o) for t, n, c, o in inserts]
+        env = self._job_env(next((n for (_, n), _ in checked if _reads_data_stream(n)), None))
+        memo: dict[str, DataStream] = {}
+        names = []
+        for (obj, node), overwrite in checked:
+            ctx = table_context(obj)
+            if overwrite and hasattr(ctx, "overwrite"):
+                ctx = dataclasses.replace(ctx, overwrite=True)
+            factory = connectors.factory_for(obj.name, obj.options)
+            full = f"{CATALOG}.{DATABASE}.{obj.name}"
+            changelog = sink_changelog.plan_sink_changelog(
+                node, sink_name=full, mode=factory.sink_mode(ctx), sink_columns=ctx.column_names(),
+                primary_key=ctx.primary_key,
+                materialize=self.get_config().get(sink_changelog.UPSERT_MATERIALIZE, "AUTO"))
+            ds = translate(node, env, memo)
+            uid = node.uid("sink-" + obj.name)
+            ds = sink_changelog.apply_sink_changelog(ds, changelog, ctx.column_names(), uid)
+            factory.build_sink(ctx, ds, uid)
+            names.append(full)
+        job_name = "insert-into_" + ",".join(names)
         client = None
         if _submitting_client_without_job_handles():
-            env.execute(f"insert-into_{full}")  # `strom submit`: submits the job and returns (detached)
+            env.execute(job_name)  # `strom submit`: submits the job and returns (detached)
         else:
-            client = env.execute_async(f"insert-into_{full}")
-        return TableResult([(full, DataTypes.BIGINT(False))], ResultKind.SUCCESS_WITH_CONTENT, rows=[Row(-1)],
-                           job_client=client)
+            client = env.execute_async(job_name)
+            if self.get_config().get_configuration().get(TABLE_DML_SYNC):
+                client.wait(None)
+        return TableResult([(n, DataTypes.BIGINT(False)) for n in names], ResultKind.SUCCESS_WITH_CONTENT,
+                           rows=[Row(*([-1] * len(names)))], job_client=client)
 
     def execute_plan_to_stream(self, table: Table, env: StreamExecutionEnvironment) -> DataStream:
         return translate(table._node, env)
@@ -493,7 +625,9 @@ def table_node(obj: CatalogTable, batch: bool = False) -> PlanNode:
     order (a Calc), then its watermark (which makes the column a ROWTIME attribute)."""
     node: PlanNode = SourceNode(list(obj.columns), table_name=f"{CATALOG}.{DATABASE}.{obj.name}",
                                 options=dict(obj.options), primary_key=obj.primary_key,
-                                partition_keys=obj.partition_keys)
+                                partition_keys=obj.partition_keys,
+                                changelog=connectors.factory_for(obj.name, obj.options).source_is_updating(
+                                    table_context(obj)))
     if obj.computed:
         computed = dict(obj.computed)
         node = builder.select(node, [computed[n].alias(n) if n in computed else col(n) for n in obj.order])

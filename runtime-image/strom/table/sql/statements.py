@@ -30,6 +30,7 @@ class CreateTable:
     watermark: tuple[str, Expression] | None = None  # WATERMARK FOR column AS expression
     primary_key: tuple[str, ...] = ()  # PRIMARY KEY (..) NOT ENFORCED
     partition_keys: tuple[str, ...] = ()  # PARTITIONED BY (..)
+    like: LikeClause | None = None  # CREATE TABLE .. LIKE source (..): merged by the environment
 
 
 @dataclass
@@ -50,6 +51,70 @@ class Drop:
 class Insert:
     target: str
     query: exp.Expression
+    columns: list[str] | None = None  # INSERT INTO t (a, b): the sink's other columns get NULL
+    overwrite: bool = False
+
+
+@dataclass
+class Set:
+    """`SET` (list the session's options) or `SET 'key' = 'value'`."""
+
+    key: str | None = None
+    value: str | None = None
+
+
+@dataclass
+class Reset:
+    key: str | None = None  # None: every option set in this session
+
+
+@dataclass
+class Use:
+    name: str
+    catalog: bool  # USE CATALOG name (else USE [catalog.]database)
+
+
+@dataclass
+class ShowCreateTable:
+    name: str
+    view: bool = False
+
+
+@dataclass
+class AlterTable:
+    """ALTER TABLE t RENAME TO u | SET ('k' = 'v', ..) | RESET ('k', ..)."""
+
+    name: str
+    new_name: str | None = None
+    set_options: dict[str, str] = field(default_factory=dict)
+    reset_keys: list[str] = field(default_factory=list)
+    if_exists: bool = False
+
+
+@dataclass
+class StatementSetBegin:
+    """`BEGIN STATEMENT SET;`: the SQL client collects the following INSERTs until `END;`."""
+
+
+@dataclass
+class StatementSetEnd:
+    pass
+
+
+@dataclass
+class ExecuteStatementSet:
+    """`EXECUTE STATEMENT SET BEGIN INSERT ..; INSERT ..; END`: the INSERTs run as one job."""
+
+    inserts: list[Insert]
+
+
+@dataclass
+class LikeClause:
+    """CREATE TABLE .. LIKE source (INCLUDING|EXCLUDING|OVERWRITING feature ..): feature -> strategy, with
+    Flink's defaults (INCLUDING ALL OVERWRITING OPTIONS) for what is not named."""
+
+    source: str
+    strategies: dict[str, str]
 
 
 @dataclass
@@ -59,7 +124,7 @@ class Query:
 
 @dataclass
 class Show:
-    what: str  # TABLES or VIEWS
+    what: str  # TABLES, VIEWS, FUNCTIONS, USER FUNCTIONS, CATALOGS, DATABASES, CURRENT CATALOG, CURRENT DATABASE
 
 
 @dataclass
@@ -88,33 +153,32 @@ class DropFunction:
 
 
 Statement = (CreateTable | CreateView | Drop | Insert | Query | Show | Describe | Explain | CreateFunction
-             | DropFunction)
+             | DropFunction | Set | Reset | Use | ShowCreateTable | AlterTable | StatementSetBegin
+             | StatementSetEnd | ExecuteStatementSet)
 
 _UNSUPPORTED_LEADS = [
-    (r"SHOW\s+(FUNCTIONS|USER\s+FUNCTIONS)", "SHOW FUNCTIONS"),
-    (r"SHOW\s+CATALOGS", "SHOW CATALOGS"),
-    (r"SHOW\s+DATABASES", "SHOW DATABASES"),
-    (r"SHOW\s+\w+", "SHOW (only SHOW TABLES and SHOW VIEWS)"),
-    (r"SET\b", "SET"),
-    (r"RESET\b", "RESET"),
-    (r"USE\b", "USE"),
-    (r"BEGIN\s+STATEMENT\s+SET", "BEGIN STATEMENT SET"),
-    (r"EXECUTE\b", "EXECUTE STATEMENT SET"),
-    (r"ALTER\b", "ALTER"),
+    (r"SHOW\s+\w+", "SHOW (TABLES, VIEWS, [USER] FUNCTIONS, CATALOGS, DATABASES, CURRENT CATALOG|DATABASE, "
+                    "CREATE TABLE|VIEW)"),
+    (r"ALTER\b", "ALTER (ALTER TABLE t RENAME TO | SET (..) | RESET (..))"),
     (r"CREATE\s+CATALOG", "CREATE CATALOG"),
     (r"CREATE\s+DATABASE", "CREATE DATABASE"),
     (r"LOAD\s+MODULE|UNLOAD\s+MODULE", "modules"),
-    (r"INSERT\s+OVERWRITE", "INSERT OVERWRITE"),
 ]
+_NAME = r"(`[^`]+`|[\w.]+)"
+_SHOW = re.compile(r"SHOW\s+(TABLES|VIEWS|FUNCTIONS|USER\s+FUNCTIONS|CATALOGS|DATABASES|CURRENT\s+CATALOG|"
+                   r"CURRENT\s+DATABASE)$", re.IGNORECASE)
 
 
 def parse_statement(sql: str) -> Statement:
     text = strip_statement(sql)
     if not text:
         raise SqlParserException("empty SQL statement")
-    m = re.match(r"SHOW\s+(TABLES|VIEWS)$", text, re.IGNORECASE)
+    m = _SHOW.match(text)
     if m:
-        return Show(m.group(1).upper())
+        return Show(" ".join(m.group(1).upper().split()))
+    utility = utility_statement(text)
+    if utility is not None:
+        return utility
     m = re.match(r"EXPLAIN\s+(PLAN\s+FOR\s+)?(.*)$", text, re.IGNORECASE | re.DOTALL)
     if m:
         inner = parse_statement(m.group(2))
@@ -127,18 +191,33 @@ def parse_statement(sql: str) -> Statement:
     for pattern, feature in _UNSUPPORTED_LEADS:
         if re.match(pattern, text, re.IGNORECASE):
             raise NotSupportedYet(feature)
+    text, like = split_like(text)
+    if like is not None:  # a placeholder column (dropped below): sqlglot needs a column list, WATERMARK a column
+        head = r"(\bTABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?" + _NAME + r")"
+        if re.search(head + r"\s*\(", text, re.IGNORECASE):
+            text = re.sub(head + r"\s*\(", r"\1 (`__strom_like__` INT, ", text, count=1, flags=re.IGNORECASE)
+        else:
+            text = re.sub(head, r"\1 (`__strom_like__` INT)", text, count=1, flags=re.IGNORECASE)
     text, watermark = extract_watermark(text, parse_expression)
     text = extract_window_tvfs(text, parse_expression)
     tree = parse_one(text)
     if isinstance(tree, exp.Create):
-        return _create(tree, watermark)
+        created = _create(tree, watermark)
+        if like is not None and isinstance(created, CreateTable):
+            created.like = like
+            keep = [i for i, (n, _) in enumerate(created.columns) if n != "__strom_like__"]
+            created.columns = [created.columns[i] for i in keep]
+            created.order = [n for n in created.order if n != "__strom_like__"]
+        return created
     if isinstance(tree, exp.Insert):
-        if tree.args.get("overwrite"):
-            raise NotSupportedYet("INSERT OVERWRITE")
         target = tree.this
+        columns = None
         if isinstance(target, exp.Schema):
-            raise NotSupportedYet("INSERT INTO with a column list")
-        return Insert(table_name(target), tree.expression)
+            columns = [i.name for i in target.expressions]
+            target = target.this
+        if tree.args.get("partition"):
+            raise NotSupportedYet("INSERT .. PARTITION (static partitions)")
+        return Insert(table_name(target), tree.expression, columns, bool(tree.args.get("overwrite")))
     if isinstance(tree, exp.Drop):
         kind = str(tree.args.get("kind") or "").upper()
         if kind not in ("TABLE", "VIEW"):
@@ -240,7 +319,7 @@ def _create(tree: exp.Create, watermark: tuple[str, Expression] | None = None) -
             partition_keys = tuple(i.name for i in prop.this.expressions)
         else:
             raise NotSupportedYet(f"table property {prop.sql(DIALECT)}")
-    if watermark is not None and watermark[0] not in order:
+    if watermark is not None and watermark[0] not in order and "__strom_like__" not in order:  # LIKE: merged later
         raise ValidationException(f"WATERMARK FOR {watermark[0]!r}: no such column in table {name!r} "
                                   f"(columns: {', '.join(order)})")
     for key in primary_key + partition_keys:
@@ -266,3 +345,147 @@ def _primary_key(existing: tuple[str, ...], names: list[str], options: list[str]
     if not any(str(o).upper() == "NOT ENFORCED" for o in options or []):
         raise ValidationException(_NOT_ENFORCED_ONLY)
     return tuple(names)
+
+
+# -- utility statements: SET, RESET, USE, SHOW CREATE, ALTER TABLE, statement sets ------------------
+_SET = re.compile(r"SET(?:\s+'([^']*)'\s*=\s*'((?:[^']|'')*)'|\s+([\w.\-]+)\s*=\s*(\S+))?$", re.IGNORECASE | re.DOTALL)
+_RESET = re.compile(r"RESET(?:\s+'([^']*)'|\s+([\w.\-]+))?$", re.IGNORECASE)
+_USE = re.compile(r"USE\s+(CATALOG\s+)?" + _NAME + r"$", re.IGNORECASE)
+_SHOW_CREATE = re.compile(r"SHOW\s+CREATE\s+(TABLE|VIEW)\s+" + _NAME + r"$", re.IGNORECASE)
+_ALTER = re.compile(r"ALTER\s+TABLE\s+(IF\s+EXISTS\s+)?" + _NAME + r"\s+(RENAME\s+TO\s+" + _NAME +
+                    r"|SET\s*\((.*)\)|RESET\s*\((.*)\))$", re.IGNORECASE | re.DOTALL)
+_EXECUTE_SET = re.compile(r"EXECUTE\s+STATEMENT\s+SET\s+BEGIN\s+(.*?)\s*END$", re.IGNORECASE | re.DOTALL)
+_OPTION = re.compile(r"\s*'((?:[^']|'')*)'\s*=\s*'((?:[^']|'')*)'\s*(,|$)")
+_KEY = re.compile(r"\s*'((?:[^']|'')*)'\s*(,|$)")
+_QUOTED = re.compile(r"'(?:[^']|'')*'|`[^`]*`")
+
+
+def _unquote(name: str) -> str:
+    return name.replace("`", "")
+
+
+def _options(text: str, what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    pos = 0
+    while pos < len(text.rstrip()):
+        m = _OPTION.match(text, pos)
+        if m is None:
+            raise SqlParserException(f"{what}: expected 'key' = 'value' pairs, got {text[pos:].strip()!r}")
+        out[m.group(1).replace("''", "'")] = m.group(2).replace("''", "'")
+        pos = m.end()
+    return out
+
+
+def _keys(text: str, what: str) -> list[str]:
+    out, pos = [], 0
+    while pos < len(text.rstrip()):
+        m = _KEY.match(text, pos)
+        if m is None:
+            raise SqlParserException(f"{what}: expected 'key', ..., got {text[pos:].strip()!r}")
+        out.append(m.group(1).replace("''", "'"))
+        pos = m.end()
+    return out
+
+
+def split_statements(text: str) -> list[str]:
+    """Statements separated by ';' outside quoted text."""
+    parts, last = [], 0
+    quoted = [(m.start(), m.end()) for m in _QUOTED.finditer(text)]
+    for i, c in enumerate(text):
+        if c == ";" and not any(a < i < b for a, b in quoted):
+            parts.append(text[last:i])
+            last = i + 1
+    parts.append(text[last:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def utility_statement(text: str) -> Statement | None:
+    """SET, RESET, USE, SHOW CREATE, ALTER TABLE and the statement-set statements (Flink's SQL client syntax)."""
+    head = text.split(None, 1)[0].upper() if text.split() else ""
+    if head == "SET":
+        m = _SET.match(text)
+        if m is None:
+            raise SqlParserException("SET: expected SET 'key' = 'value' (or SET to list the options)")
+        if m.group(1) is not None:
+            return Set(m.group(1), m.group(2).replace("''", "'"))
+        return Set(m.group(3), m.group(4)) if m.group(3) is not None else Set()
+    if head == "RESET":
+        m = _RESET.match(text)
+        if m is None:
+            raise SqlParserException("RESET: expected RESET 'key' (or RESET to reset every option)")
+        return Reset(m.group(1) if m.group(1) is not None else m.group(2))
+    if head == "USE":
+        m = _USE.match(text)
+        if m is None or m.group(2).upper().startswith("MODULES"):
+            raise NotSupportedYet("USE MODULES") if m is not None else SqlParserException(
+                "USE: expected USE [CATALOG] name")
+        return Use(_unquote(m.group(2)), bool(m.group(1)))
+    m = _SHOW_CREATE.match(text)
+    if m:
+        return ShowCreateTable(_unquote(m.group(2)), m.group(1).upper() == "VIEW")
+    if head == "ALTER":
+        m = _ALTER.match(text)
+        if m is None:
+            return None  # refused below, naming what ALTER supports
+        name, if_exists = _unquote(m.group(2)), bool(m.group(1))
+        if m.group(4) is not None:
+            return AlterTable(name, new_name=_unquote(m.group(4)), if_exists=if_exists)
+        if m.group(5) is not None:
+            return AlterTable(name, set_options=_options(m.group(5), "ALTER TABLE .. SET"), if_exists=if_exists)
+        return AlterTable(name, reset_keys=_keys(m.group(6), "ALTER TABLE .. RESET"), if_exists=if_exists)
+    if re.fullmatch(r"BEGIN\s+STATEMENT\s+SET", text, re.IGNORECASE):
+        return StatementSetBegin()
+    if re.fullmatch(r"END", text, re.IGNORECASE):
+        return StatementSetEnd()
+    if head == "EXECUTE":
+        m = _EXECUTE_SET.match(text)
+        if m is None:
+            if re.match(r"EXECUTE\s+(INSERT|SELECT|WITH)\b", text, re.IGNORECASE):
+                return parse_statement(text.split(None, 1)[1])
+            raise SqlParserException("EXECUTE: expected EXECUTE STATEMENT SET BEGIN INSERT ..; ... END")
+        inserts = []
+        for part in split_statements(m.group(1)):
+            stmt = parse_statement(part)
+            if not isinstance(stmt, Insert):
+                raise ValidationException(f"a statement set holds only INSERT statements, got {part.split()[0]!r}")
+            inserts.append(stmt)
+        if not inserts:
+            raise ValidationException("EXECUTE STATEMENT SET: no INSERT between BEGIN and END")
+        return ExecuteStatementSet(inserts)
+    return None
+
+
+_LIKE = re.compile(r"\s+LIKE\s+" + _NAME + r"\s*(?:\(([^()]*)\))?\s*$", re.IGNORECASE | re.DOTALL)
+LIKE_FEATURES = ("ALL", "CONSTRAINTS", "PARTITIONS", "GENERATED", "OPTIONS", "WATERMARKS", "METADATA")
+
+
+def split_like(text: str) -> tuple[str, LikeClause | None]:
+    """`CREATE TABLE .. LIKE source (options)` -> the statement without the clause, and the clause."""
+    if not re.match(r"CREATE\s+(TEMPORARY\s+)?TABLE\b", text, re.IGNORECASE):
+        return text, None
+    m = _LIKE.search(text)
+    if m is None or _inside_quotes(text, m.start()):
+        return text, None
+    strategies = {"CONSTRAINTS": "INCLUDING", "PARTITIONS": "INCLUDING", "GENERATED": "INCLUDING",
+                  "OPTIONS": "OVERWRITING", "WATERMARKS": "INCLUDING", "METADATA": "INCLUDING"}
+    words = (m.group(2) or "").replace(",", " ").upper().split()  # Flink: space-separated pairs
+    for i in range(0, len(words), 2):
+        pair = words[i:i + 2]
+        if (len(pair) != 2 or pair[0] not in ("INCLUDING", "EXCLUDING", "OVERWRITING")
+                or pair[1] not in LIKE_FEATURES):
+            raise SqlParserException(f"LIKE option {' '.join(pair)!r}: expected INCLUDING|EXCLUDING|OVERWRITING "
+                                     f"{'|'.join(LIKE_FEATURES)}")
+        strategy, feature = pair
+        if feature == "ALL":
+            if strategy == "OVERWRITING":
+                raise ValidationException("LIKE: OVERWRITING ALL is not allowed (use INCLUDING ALL OVERWRITING ..)")
+            strategies = {f: strategy for f in strategies}
+        elif strategy == "OVERWRITING" and feature in ("CONSTRAINTS", "PARTITIONS"):
+            raise ValidationException(f"LIKE: OVERWRITING is not allowed for {feature} (only INCLUDING/EXCLUDING)")
+        else:
+            strategies[feature] = strategy
+    return text[:m.start()], LikeClause(_unquote(m.group(1)), strategies)
+
+
+def _inside_quotes(text: str, at: int) -> bool:
+    return any(q.start() < at < q.end() for q in _QUOTED.finditer(text))

@@ -10,6 +10,7 @@ from sqlglot import exp
 
 from strom.table.errors import NotSupportedYet, SqlParserException, ValidationException
 from strom.table.expressions import Expression, coalesce, col, concat, lit
+from strom.table.sql.builtin_calls import NILADIC, builtin_call
 from strom.table.sql.sql_text import DIALECT, parse_one
 from strom.table.sql.sql_types import data_type
 
@@ -87,6 +88,8 @@ class Translator:
             if isinstance(node.this, exp.Star):
                 return col("*")
             table = node.table
+            if not table and not node.this.quoted and node.name.upper() in NILADIC:  # LOCALTIMESTAMP etc.
+                return Expression("call", NILADIC[node.name.upper()])
             if table and table not in self.qualifiers:
                 raise ValidationException(f"unknown table {table!r} in column reference {node.sql(DIALECT)}")
             return col(f"{table}.{node.name}" if table and self.qualified else node.name)
@@ -113,6 +116,8 @@ class Translator:
         if isinstance(node, exp.Is):
             if isinstance(node.expression, exp.Null):
                 return self.expr(node.this).is_null
+            if isinstance(node.expression, exp.JSON):
+                return builtin_call(node, self.expr)  # type: ignore[return-value]
             raise NotSupportedYet(f"IS {node.expression.sql(DIALECT)}")
         for cls, name in _BINARY.items():
             if type(node) is cls:
@@ -122,7 +127,7 @@ class Translator:
                 return Expression("call", name, (self.expr(node.this),))
         if isinstance(node, exp.DPipe):
             return concat(self.expr(node.this), self.expr(node.expression))
-        if isinstance(node, exp.Concat):
+        if isinstance(node, exp.Concat) and not isinstance(node, exp.ConcatWs):
             return concat(*(self.expr(a) for a in node.expressions))
         if isinstance(node, exp.Coalesce):
             return coalesce(self.expr(node.this), *(self.expr(a) for a in node.expressions))
@@ -157,6 +162,9 @@ class Translator:
         udf = self._user_function(node)
         if udf is not None:
             return udf
+        builtin = builtin_call(node, self.expr)
+        if builtin is not None:
+            return builtin
         if isinstance(node, exp.Anonymous) and node.name.upper() in FUNCTIONS:
             name = "session" if node.name.upper() == "SESSWIN" else node.name.lower()  # see flink_syntax
             return Expression("call", name, tuple(self.expr(a) for a in node.expressions))
