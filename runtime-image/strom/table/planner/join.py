@@ -5,6 +5,7 @@ Column names: the output has the left input's columns, then the right input's; a
 name is already taken gets a digit appended (`k` -> `k0`), as Flink names the columns of `SELECT *`.
 `q.col` resolves through the input named (or aliased) `q`; an unqualified name must be unique.
 Flink refuses a streaming regular join without an equality between the two inputs; so do we.
+An equality of both inputs' window_start and window_end makes it a window join (planner/window_join.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from strom.table.expressions import Expression, col
 from strom.table.planner.interval_join import bounds
 from strom.table.planner.plan import IntervalJoinNode, JoinNode, PlanNode
 from strom.table.planner.scalar import compile_scalar
+from strom.table.planner.window_join import WindowJoinNode, window_join, window_keys
 
 # qualifier -> {column name as written -> output column name}
 Scope = dict[str, dict[str, str]]
@@ -83,7 +85,7 @@ def _conjuncts(e: Expression) -> list[Expression]:
 
 def plan_join(left: PlanNode, left_scope: Scope, right: PlanNode, right_qualifier: str, kind: str,
               on: Expression, final_only: bool, state_ttl_ms: int = 0
-              ) -> tuple[JoinNode | IntervalJoinNode, Scope]:
+              ) -> tuple[JoinNode | IntervalJoinNode | WindowJoinNode, Scope]:
     right_names = _output_names(left.names(), right.names())
     if right_qualifier in left_scope:
         raise ValidationException(f"table name {right_qualifier!r} appears twice in the join; alias one (AS q)")
@@ -121,6 +123,10 @@ def plan_join(left: PlanNode, left_scope: Scope, right: PlanNode, right_qualifie
             "Cannot generate a valid execution plan for the given query: a regular join needs an equality "
             f"between columns of its two inputs (an equi-join); got ON {condition.sql()}. This exception "
             "indicates that the query uses an unsupported SQL feature.")
+    ends = None if final_only else window_keys(left, right, left_keys, right_keys)
+    if ends is not None and not left.updating and not right.updating:  # a window join: once per window
+        columns = [(n, t.plain()) for n, t in columns]
+        return window_join(columns, left, right, kind, left_keys, right_keys, _and_all(residual), ends), scope
     interval = None if final_only else bounds(residual, columns, n_left)
     if interval is not None:
         if kind != "INNER":
