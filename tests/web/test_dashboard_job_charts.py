@@ -8,13 +8,15 @@ Busy and back-pressured time are the worst subtask of the worst vertex: busy max
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from playwright.sync_api import Page, expect
 
 from tests.engine.fake_jobmanager_view import serving
 from tests.web.test_dashboard import JID, MIDDLE, SOURCE, WAIT_MS, _fake_view, _rates
 
 
-def test_job_charts_follow_the_sources_throughput_and_the_worst_vertex(page: Page) -> None:
+def test_job_charts_follow_the_sources_throughput_and_the_worst_vertex(page: Page, screenshots: Path) -> None:
     view = _fake_view(**{"web.refresh-interval": "200"})
     _rates(view, SOURCE, (120.0, 80.0))
     _rates(view, MIDDLE, (600.0, 400.0))
@@ -28,3 +30,6 @@ def test_job_charts_follow_the_sources_throughput_and_the_worst_vertex(page: Pag
         _rates(view, SOURCE, (300.0, 50.0))
         expect(throughput).to_have_attribute("data-last", "350", timeout=WAIT_MS)
         assert int(throughput.get_attribute("data-points") or 0) >= 2
+        page.goto(f"http://127.0.0.1:{port}/#/jobs/{JID}/overview/{SOURCE}")  # the vertex panel under the charts
+        expect(page.locator("[data-table=watermarks]")).to_be_visible(timeout=WAIT_MS)
+        page.screenshot(path=screenshots / "job-charts.png", full_page=True)
