@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from strom.common.row import Row, copy_row
 from strom.common.time import MAX_WATERMARK
 from strom.datastream.functions import Function
 from strom.datastream.state import (
@@ -192,7 +193,7 @@ class WindowOperator(StreamOperator):
         results = self.runner.run(key, window, elements)
         out = self.out_values
         before = len(out)
-        out.extend(results)
+        out.extend(copy_row(o) if type(o) is Row else o for o in results)  # each Row as yielded (PyFlink serializes it)
         n = len(out) - before
         if n:
             self.out_timestamps.extend([window.max_timestamp()] * n)
