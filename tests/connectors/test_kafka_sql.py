@@ -202,7 +202,7 @@ def test_an_unreachable_broker_is_an_error_naming_the_address_and_the_option():
     with pytest.raises(Exception) as e:
         with t_env.execute_sql("SELECT * FROM far").collect() as it:
             list(it)
-    assert f"127.0.0.1:{port}" in str(e.value) and "bootstrap.servers" in str(e.value)
+    assert f"127.0.0.1:{port}" in str(e.value) and "'properties.bootstrap.servers'" in str(e.value)
 
 
 @pytest.mark.parametrize(("connector", "options", "message"), [

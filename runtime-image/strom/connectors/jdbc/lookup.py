@@ -56,19 +56,21 @@ class JdbcLookupSource:
     def what(self) -> str:
         return f"lookup of JDBC table {self.table_name!r}"
 
-    def _connection(self) -> Any:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
+    def _cursor(self) -> Any:
+        """This thread's cursor (kept: a probe is one execute, no cursor set-up)."""
+        cur = getattr(self._local, "cursor", None)
+        if cur is None:
             conn = connect(self.connection, autocommit=True, what=self.what,
                            advice=f"the table's 'url' option {self.connection.url!r} (and 'username'/'password')")
             self._local.conn = conn
+            cur = self._local.cursor = conn.cursor()
             with self._lock:
                 self._all.append(conn)
-        return conn
+        return cur
 
     def _drop_connection(self) -> None:
         conn = getattr(self._local, "conn", None)
-        self._local.conn = None
+        self._local.conn = self._local.cursor = None
         if conn is not None:
             with self._lock:
                 if conn in self._all:
@@ -91,9 +93,9 @@ class JdbcLookupSource:
         psycopg = psycopg_module()
         for attempt in range(self.max_retries + 1):
             try:
-                with self._connection().cursor() as cur:
-                    cur.execute(sql, params)
-                    return cur.fetchall()
+                cur = self._cursor()
+                cur.execute(sql, params)
+                return cur.fetchall()
             except (psycopg.Error, ConnectionError) as e:
                 if is_connection_error(e):
                     self._drop_connection()

@@ -40,7 +40,8 @@ _STROM_ONLY = (
 def unreachable(bootstrap_servers: str, exc: BaseException) -> RuntimeError:
     return RuntimeError(
         f"Kafka brokers at {bootstrap_servers} did not answer ({exc}); check bootstrap.servers "
-        "(set_bootstrap_servers) and that the brokers are reachable from the TaskManager"
+        "(set_bootstrap_servers; a SQL table's 'properties.bootstrap.servers') and that the brokers are reachable "
+        "from the TaskManager"
     )
 
 
