@@ -12,7 +12,6 @@ from strom.common.row import RowKind
 from strom.common.typeinfo import Types
 from strom.datastream import StreamExecutionEnvironment
 from strom.table import Schema, StreamTableEnvironment
-from strom.table.errors import NotSupportedYet
 from strom.table.planner.plan import IntervalJoinNode, JoinNode
 
 from .reference import duckdb_table, reduce_changelog
@@ -83,14 +82,24 @@ def test_bounds_are_read_as_flink_reads_them() -> None:
     assert node.condition is not None and node.condition.sql() == "(amount > 2)"
 
 
-def test_one_sided_time_bound_is_a_regular_join_and_outer_interval_joins_are_refused() -> None:
+@pytest.mark.parametrize("kind", ["LEFT", "RIGHT", "FULL"])
+def test_outer_interval_joins_equal_duckdb_and_are_insert_only(kind: str) -> None:
+    """Unpaired rows come out with NULLs once the watermark passes their interval (the NULL-key rows too)."""
+    sql = (f"SELECT o.id, o.amount, s.oid, s.place FROM orders o {kind} JOIN shipments s ON o.id = s.oid "
+           "AND o.ts BETWEEN s.ts - INTERVAL {d} SECOND AND s.ts AND o.amount > 2")
+    with _t_env().execute_sql(sql.format(d="'2'")).collect() as rows:
+        rows = list(rows)
+    assert {r.get_row_kind() for r in rows} == {RowKind.INSERT}
+    got = reduce_changelog(rows)
+    assert got == _duck(sql.format(d="2"))
+    assert any(None in row for row in got)  # some rows found no partner
+
+
+def test_one_sided_time_bound_is_a_regular_join() -> None:
     t_env = _t_env()
     regular = t_env.sql_query("SELECT o.id FROM orders o JOIN shipments s ON o.id = s.oid AND o.ts <= s.ts")
     assert isinstance(regular._node.input, JoinNode)
     assert all(t.time_attr is None for _, t in regular._node.input.columns)  # a regular join keeps no rowtime
-    with pytest.raises(NotSupportedYet, match="LEFT OUTER interval joins"):
-        t_env.sql_query("SELECT o.id FROM orders o LEFT JOIN shipments s ON o.id = s.oid "
-                        "AND o.ts BETWEEN s.ts - INTERVAL '5' SECOND AND s.ts")
     # MAX(ts) is no time attribute (as in Flink): joining on it is a regular join, which takes updates
     aggregated = t_env.sql_query("SELECT * FROM (SELECT id, MAX(ts) AS ts FROM orders GROUP BY id) o JOIN "
                                  "shipments s ON o.id = s.oid AND o.ts BETWEEN s.ts - INTERVAL '5' SECOND AND s.ts")

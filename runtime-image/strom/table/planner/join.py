@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from strom.table.errors import NotSupportedYet, TableException, ValidationException
+from strom.table.errors import TableException, ValidationException
 from strom.table.expressions import Expression, col
-from strom.table.planner.interval_join import bounds
+from strom.table.planner.interval_join import OuterIntervalJoinNode, bounds
 from strom.table.planner.plan import IntervalJoinNode, JoinNode, PlanNode
 from strom.table.planner.scalar import compile_scalar
 from strom.table.planner.window_join import WindowJoinNode, window_join, window_keys
@@ -129,12 +129,17 @@ def plan_join(left: PlanNode, left_scope: Scope, right: PlanNode, right_qualifie
         return window_join(columns, left, right, kind, left_keys, right_keys, _and_all(residual), ends), scope
     interval = None if final_only else bounds(residual, columns, n_left)
     if interval is not None:
-        if kind != "INNER":
-            raise NotSupportedYet(f"{kind} OUTER interval joins (time-bounded outer joins); only inner ones")
         for side, node_ in (("left", left), ("right", right)):
             if node_.updating:
                 raise ValidationException(f"IntervalJoin doesn't support consuming update changes which is "
                                           f"produced by its {side} input")
+        if kind != "INNER":  # a NULL-padded side keeps no time attribute
+            columns = [(n, t.plain() if (i < n_left) == (kind == "RIGHT") or kind == "FULL" else t)
+                       for i, (n, t) in enumerate(columns)]
+            return OuterIntervalJoinNode(columns, left=left, right=right, left_keys=left_keys, right_keys=right_keys,
+                                         lower=interval.lower, upper=interval.upper, left_time=interval.left_time,
+                                         right_time=interval.right_time, condition=_and_all(interval.residual),
+                                         kind=kind), scope
         return IntervalJoinNode(columns, left=left, right=right, left_keys=left_keys, right_keys=right_keys,
                                 lower=interval.lower, upper=interval.upper,
                                 condition=_and_all(interval.residual)), scope
