@@ -12,6 +12,8 @@ Plans:
     windowing.py      time attributes, window TVFs and legacy group windows onto window aggregation
     over_agg.py       OVER aggregations: planning and their keyed function
     top_n.py          Top-N, deduplication and ORDER BY/LIMIT onto RankNode
+    lookup_join.py    processing-time lookup joins (FOR SYSTEM_TIME AS OF proctime): plan node, sync/async functions
+    lookup_cache.py   lookup.cache NONE/PARTIAL/FULL with Flink's options and cache metrics (pure, injectable clock)
 
 Expressions and values:
 
