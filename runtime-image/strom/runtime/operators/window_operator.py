@@ -286,7 +286,11 @@ class WindowOperator(StreamOperator):
         return MergingWindowSet(self.assigner, dict(mapping) if mapping else {})
 
     def _persist(self, mws: MergingWindowSet) -> None:
-        self._merging_sets.update(mws.mapping if mws.mapping else None)  # type: ignore[union-attr]
+        # stored as a tuple of (window, state window) pairs: an immutable value, which RocksDB's value cache keeps
+        # as an object (a dict would be unpickled on every record); `_merging_set` reads a dict (older snapshots)
+        # or pairs alike
+        mapping = mws.mapping
+        self._merging_sets.update(tuple(mapping.items()) if mapping else None)  # type: ignore[union-attr]
 
     def _add_to_merging_windows(self, key: Any, value: Any, ts: int | None, windows: Any) -> bool:
         skipped = True

@@ -20,6 +20,7 @@ from strom.datastream.state import (
     ReducingState,
     ValueState,
 )
+from strom.datastream.windowing.windows import TimeWindow
 from strom.runtime.state.api import VOID, NamespaceCache
 from strom.runtime.state.rocksdb import keys as rk
 
@@ -37,7 +38,7 @@ _dumps, _loads = rk.dumps, rk.loads
 # cleanup, a namespace cache: `backend.forget_values`), and when the cache passes VALUE_CACHE_ENTRIES.
 VALUE_CACHE_ENTRIES = 100_000
 _SCALARS = frozenset({int, float, str, bytes, bool, type(None), complex})
-_immutable_tuple_types: dict[type, bool] = {tuple: True}
+_immutable_tuple_types: dict[type, bool] = {tuple: True, TimeWindow: True}  # TimeWindow: a tuple, no attributes
 
 
 def is_immutable(value: Any) -> bool:
