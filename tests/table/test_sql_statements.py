@@ -9,14 +9,23 @@ import datetime
 import threading
 
 import pytest
+from strom.common.row import Row, RowKind
+from strom.common.typeinfo import Types
+from strom.datastream import StreamExecutionEnvironment
 from strom.table import (
+    ChangelogMode,
     DataTypes,
     EnvironmentSettings,
+    FormatDescriptor,
     NotSupportedYet,
+    Schema,
     SqlParserException,
+    StreamTableEnvironment,
+    TableDescriptor,
     TableEnvironment,
     ValidationException,
 )
+from strom.table.expressions import col
 from strom.table.table_result import ResultKind
 from strom.table.udf import udf
 
@@ -245,3 +254,61 @@ def test_unsupported_statements_are_named() -> None:
         t_env.execute_sql("CREATE DATABASE db2")
     with pytest.raises(NotSupportedYet, match="ALTER TABLE t RENAME TO"):
         t_env.execute_sql("ALTER TABLE src ADD (c INT)")
+
+
+def test_table_descriptor_declares_tables_as_create_table_does(capfd: pytest.CaptureFixture[str]) -> None:
+    t_env = _batch()
+    schema = (Schema.new_builder().column("id", DataTypes.INT()).column("name", DataTypes.STRING())
+              .column_by_expression("id3", "id * 3").build())
+    source = (TableDescriptor.for_connector("datagen").schema(schema).option("number-of-rows", 3)
+              .option("fields.id.kind", "sequence").option("fields.id.start", "1").option("fields.id.end", "3")
+              .build())
+    t_env.create_temporary_table("gen", source)
+    assert source.get_options()["number-of-rows"] == "3"
+    assert _rows(t_env.from_path("gen").select(col("id"), col("id3")).execute()) == [(1, 3), (2, 6), (3, 9)]
+    with pytest.raises(ValidationException, match="Temporary table 'default_catalog.default_database.gen' already"):
+        t_env.create_temporary_table("gen", source)
+    sink = (TableDescriptor.for_connector("print").schema(Schema.new_builder().column("id", DataTypes.INT()).build())
+            .option("print-identifier", "desc").build())
+    t_env.create_table("printed", sink)
+    t_env.sql_query("SELECT id FROM gen WHERE id > 1").execute_insert("printed").wait()
+    t_env.sql_query("SELECT id3 FROM gen WHERE id = 1").execute_insert(sink).wait()  # an anonymous table
+    assert _lines(capfd.readouterr().out, "desc") == ["+I[2]", "+I[3]", "+I[3]"]
+    assert "printed" in t_env.list_tables() and len(t_env.list_tables()) == 3  # the anonymous one is gone
+    csv = (TableDescriptor.for_connector("filesystem").schema(schema)
+           .format(FormatDescriptor.for_format("csv").option("field-delimiter", "|").build()).build())
+    assert csv.get_options() == {"connector": "filesystem", "format": "csv", "csv.field-delimiter": "|"}
+    with pytest.raises(ValidationException, match="rows-per-secnd"):
+        t_env.create_temporary_table("bad", TableDescriptor.for_connector("datagen").schema(schema)
+                                     .option("rows-per-secnd", "1").build())
+    with pytest.raises(ValidationException, match="needs a schema"):
+        t_env.create_temporary_table("bad2", TableDescriptor.for_connector("datagen").build())
+
+
+def _row(kind: RowKind, *values: object) -> Row:
+    row = Row(*values)
+    row.set_row_kind(kind)
+    return row
+
+
+def test_from_changelog_stream_keeps_row_kinds() -> None:
+    """Flink's documented example: a changelog of +I/-U/+U rows summed per name."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    t_env = StreamTableEnvironment.create(env)
+    changes = [_row(RowKind.INSERT, "Bob", 5), _row(RowKind.INSERT, "Alice", 12),
+               _row(RowKind.UPDATE_BEFORE, "Alice", 12), _row(RowKind.UPDATE_AFTER, "Alice", 100)]
+    ds = env.from_collection(changes, type_info=Types.ROW_NAMED(["name", "score"], [Types.STRING(), Types.INT()]))
+    table = t_env.from_changelog_stream(ds)
+    t_env.create_temporary_view("input_table", table)
+    with t_env.execute_sql("SELECT name, SUM(score) FROM input_table GROUP BY name").collect() as rows:
+        final: dict[str, int] = {}
+        for r in rows:
+            if r.get_row_kind() in (RowKind.INSERT, RowKind.UPDATE_AFTER):
+                final[r[0]] = r[1]
+            else:
+                final.pop(r[0], None)
+    assert final == {"Bob": 5, "Alice": 100}
+    assert "changelogMode=[I,UB,UA,D]" in table.explain()
+    with pytest.raises(NotSupportedYet, match="ChangelogMode.all"):
+        t_env.from_changelog_stream(ds, None, ChangelogMode.upsert())

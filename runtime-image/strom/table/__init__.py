@@ -13,16 +13,23 @@ DataStream operators. Everything else raises
 """
 
 from strom.common.row import Row, RowKind
+from strom.table.changelog_mode import ChangelogMode
 from strom.table.environment import EnvironmentSettings, StreamTableEnvironment, TableConfig, TableEnvironment
 from strom.table.errors import NotSupportedYet, SqlParserException, TableException, ValidationException
 from strom.table.schema import Schema, TableSchema
+from strom.table.statement_set import StatementSet
 from strom.table.table import GroupedTable, Table
+from strom.table.table_descriptor import FormatDescriptor, TableDescriptor
 from strom.table.table_result import ResultKind, TableResult
 from strom.table.types import DataType, DataTypes
 from strom.table.udf import AggregateFunction, FunctionContext, ScalarFunction, TableFunction
 
 __all__ = [
     "AggregateFunction",
+    "ChangelogMode",
+    "FormatDescriptor",
+    "StatementSet",
+    "TableDescriptor",
     "FunctionContext",
     "ScalarFunction",
     "TableFunction",

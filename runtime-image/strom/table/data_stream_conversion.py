@@ -72,7 +72,7 @@ def _expression(value: Any) -> Expression:
     return value if isinstance(value, Expression) else parse_expression(str(value))
 
 
-def data_stream_node(stream: Any, schema: Schema | None) -> PlanNode:
+def data_stream_node(stream: Any, schema: Schema | None, changelog: bool = False) -> PlanNode:
     columns, fields = physical_columns(stream.get_type(), schema)
     node_columns = list(columns)
     rowtime_indexes = []
@@ -80,7 +80,7 @@ def data_stream_node(stream: Any, schema: Schema | None) -> PlanNode:
         rowtime_indexes.append(len(node_columns))
         node_columns.append((name, t))
     node: PlanNode = DataStreamScanNode(node_columns, stream=stream, physical=fields,
-                                        metadata_rowtime=rowtime_indexes)
+                                        metadata_rowtime=rowtime_indexes, changelog=changelog)
     if schema is None:
         return node
     if schema.computed:

@@ -45,6 +45,7 @@ from strom.table.sql.catalog import CATALOG, DATABASE, Catalog, CatalogTable, Ca
 from strom.table.sql.flink_syntax import WindowTVF
 from strom.table.statement_set import StatementSet
 from strom.table.table import Table
+from strom.table.table_descriptor import TableDescriptor, catalog_table
 from strom.table.table_result import ResultKind, TableResult
 from strom.table.types import DataType, DataTypes, check_value, type_of_value
 from strom.table.udf import UserDefinedFunctionWrapper, as_function, import_function
@@ -216,6 +217,35 @@ class TableEnvironment:
         if fields:
             raise NotSupportedYet("create_temporary_view with field expressions")
         self._catalog.register(CatalogView(self._catalog.normalize(view_path), table_or_data_stream._node))
+
+    def create_temporary_table(self, path: str, descriptor: TableDescriptor) -> None:
+        """A table declared by a TableDescriptor, as CREATE TEMPORARY TABLE would declare it."""
+        table = catalog_table(self._catalog.normalize(path), descriptor)
+        if table.name in self._catalog.names():
+            raise ValidationException(f"Temporary table '{CATALOG}.{DATABASE}.{table.name}' already exists")
+        self._validate_table(table)
+        self._catalog.register(table)
+
+    def create_table(self, path: str, descriptor: TableDescriptor) -> None:
+        """A table in the catalog; the only catalog is in memory, so it lives as long as the environment."""
+        table = catalog_table(self._catalog.normalize(path), descriptor)
+        if table.name in self._catalog.names():
+            raise ValidationException(f"Could not execute CreateTable in path `{CATALOG}`.`{DATABASE}`.`{table.name}`:"
+                                      " a table or view with that name already exists")
+        self._validate_table(table)
+        self._catalog.register(table)
+
+    def _insert_into_descriptor(self, descriptor: TableDescriptor, node: PlanNode, overwrite: bool) -> TableResult:
+        """Table.execute_insert(descriptor): an anonymous table for this INSERT only."""
+        self._elements_count += 1
+        name = f"*anonymous_{descriptor.get_options().get('connector')}${self._elements_count}*"
+        table = catalog_table(name, descriptor)
+        self._validate_table(table)
+        self._catalog.register(table)
+        try:
+            return self._insert(name, node, None, overwrite)
+        finally:
+            self._catalog.drop(name, if_exists=True, view=False)
 
     def from_path(self, path: str) -> Table:
         return Table(self, self._scan(path))
@@ -612,8 +642,16 @@ class StreamTableEnvironment(TableEnvironment):
         schema = fields_or_schema[0] if fields_or_schema else None
         return Table(self, data_stream_node(data_stream, schema))  # type: ignore[arg-type]
 
-    def from_changelog_stream(self, data_stream: DataStream, *args: Any) -> Table:
-        raise NotSupportedYet("from_changelog_stream")
+    def from_changelog_stream(self, data_stream: DataStream, schema: Schema | None = None,
+                              changelog_mode: Any = None) -> Table:
+        """A stream of Rows whose RowKinds (+I, -U, +U, -D) are the changes of the table (Flink's default
+        changelog mode: all kinds)."""
+        if changelog_mode is not None and not getattr(changelog_mode, "is_all", lambda: False)():
+            raise NotSupportedYet("from_changelog_stream with a changelog mode other than ChangelogMode.all()")
+        if data_stream.get_execution_environment() is not self._env:
+            raise ValidationException("from_changelog_stream: the DataStream belongs to another "
+                                      "StreamExecutionEnvironment than this StreamTableEnvironment's")
+        return Table(self, data_stream_node(data_stream, schema, changelog=True))
 
 
 def _reads_data_stream(node: PlanNode) -> bool:

@@ -79,6 +79,10 @@ class Table:
                             f"got {window!r}")
         return GroupWindowedTable(self, window.checked())
 
+    def flat_aggregate(self, func: Any) -> AggregatedTable:
+        """A table aggregate function (udtaf) over the whole table (one group)."""
+        return _flat_aggregate(self, [], func)
+
     def join_lateral(self, table_function_call: Expression, join_predicate: Expression | None = None) -> Table:
         """Each row joined with the rows a table function yields for it (`f(col('s')).alias('w')`)."""
         return self._lateral(table_function_call, join_predicate, left_outer=False)
@@ -191,11 +195,9 @@ class Table:
         return self._t_env._execute_query(self._node)
 
     def execute_insert(self, table_path_or_descriptor: Any, overwrite: bool = False) -> TableResult:
-        if overwrite:
-            raise NotSupportedYet("INSERT OVERWRITE")
         if not isinstance(table_path_or_descriptor, str):
-            raise NotSupportedYet("execute_insert with a TableDescriptor")
-        return self._t_env._insert(table_path_or_descriptor, self._node)
+            return self._t_env._insert_into_descriptor(table_path_or_descriptor, self._node, overwrite)
+        return self._t_env._insert(table_path_or_descriptor, self._node, None, overwrite)
 
     def __str__(self) -> str:
         return f"Table({', '.join(self._node.names())})"
@@ -282,8 +284,10 @@ class GroupedTable:
             values = [col("$agg").alias(names[0])]
         return AggregatedTable(Table(t._t_env, builder.select(node, [*key_cols, *values], unnamed="_c")))
 
-    def flat_aggregate(self, func: Any) -> Any:
-        raise NotSupportedYet("GroupedTable.flat_aggregate (table aggregate functions)")
+    def flat_aggregate(self, func: Any) -> AggregatedTable:
+        """A table aggregate function (udtaf) per group: `t.group_by(col('k')).flat_aggregate(top2).select(..)`;
+        the result has the keys, then the function's columns (its ROW fields, or the alias names)."""
+        return _flat_aggregate(self._table, self._keys, func)
 
 
 class AggregatedTable:
@@ -294,6 +298,19 @@ class AggregatedTable:
 
     def select(self, *fields: Expression) -> Table:
         return self._table.select(*fields)
+
+
+def _flat_aggregate(t: Table, keys: list[Expression], func: Any) -> AggregatedTable:
+    from strom.table.planner.table_aggregate import table_aggregate
+    from strom.table.udf import UserDefinedFunctionWrapper
+
+    names = None
+    if isinstance(func, UserDefinedFunctionWrapper):
+        names = func._result_names  # top2.alias('x'): the output column names
+        func = func()  # no arguments: the function gets the whole row, as in PyFlink
+    (call,) = _exprs((func,), "flat_aggregate", t._t_env)
+    node = table_aggregate(t._node, keys, call, t._t_env._final_only, names)
+    return AggregatedTable(Table(t._t_env, node))
 
 
 def _not_yet(name: str, feature: str):
@@ -313,7 +330,6 @@ for _name, _feature in {
     "intersect_all": "INTERSECT ALL",
     "offset": "OFFSET",
     "aggregate": "user-defined aggregate functions",
-    "flat_aggregate": "table aggregate functions",
     "to_pandas": "pandas conversion",
 }.items():
     setattr(Table, _name, _not_yet(_name, _feature))

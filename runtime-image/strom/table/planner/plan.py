@@ -172,10 +172,16 @@ class DataStreamScanNode(PlanNode):
     stream: Any = None
     physical: list[str] = field(default_factory=list)  # field names read from each record, in order
     metadata_rowtime: list[int] = field(default_factory=list)  # output indexes filled with the record timestamp
+    changelog: bool = False  # from_changelog_stream: the records' RowKinds are kept (+I, -U, +U, -D)
+
+    @property
+    def updating(self) -> bool:
+        return self.changelog
 
     def describe(self) -> str:
         cols = ", ".join(f"{n} {t}" for n, t in self.columns)
-        return f"DataStreamScan(id=[{self.stream._t.id}], schema=[{cols}])"
+        mode = ", changelogMode=[I,UB,UA,D]" if self.changelog else ""
+        return f"DataStreamScan(id=[{self.stream._t.id}], schema=[{cols}]{mode})"
 
 
 @dataclass(frozen=True)

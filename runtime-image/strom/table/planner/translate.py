@@ -180,8 +180,25 @@ def _watermark_assigner(node: WatermarkAssignerNode, ds: DataStream, env: Any) -
     else:
         strategy = WatermarkStrategy.for_generator(lambda: SqlWatermarkGenerator(watermark_of, interval))
     strategy = strategy.with_timestamp_assigner(RowtimeExtractor(node.rowtime, node.names()[node.rowtime]))
+    idle_ms = _idle_timeout_ms(node)
+    if idle_ms and not node.batch:
+        strategy = strategy.with_idleness(idle_ms)
     out = ds.assign_timestamps_and_watermarks(strategy).name(node.describe()).uid(node.uid("watermark-assigner"))
     return _same_parallelism(out, ds)
+
+
+def _idle_timeout_ms(node: WatermarkAssignerNode) -> int:
+    """The source table's `scan.watermark.idle-timeout` (Flink's FLIP-296 option): a subtask that sees no row
+    for that long is idle, so its watermark does not hold back the others (0: never idle)."""
+    below: PlanNode | None = node.input
+    while below is not None and not isinstance(below, SourceNode):
+        below = below.inputs[0] if len(below.inputs) == 1 else None
+    value = below.options.get("scan.watermark.idle-timeout") if below is not None else None
+    if value is None:
+        return 0
+    from strom.common.config_options import parse_duration_ms
+
+    return parse_duration_ms(value)
 
 
 def _auto_watermark_interval(env: Any) -> int:
@@ -194,10 +211,11 @@ class _StreamRecordToRow(ProcessFunction):
     """from_data_stream: a record (Row, tuple or atomic value) as a Row of the table's columns; metadata
     rowtime columns get the record's timestamp."""
 
-    def __init__(self, physical: list[str], rowtime: list[int], names: list[str]) -> None:
+    def __init__(self, physical: list[str], rowtime: list[int], names: list[str], keep_kind: bool = False) -> None:
         self.physical = physical
         self.rowtime = set(rowtime)
         self.names = tuple(names)
+        self.keep_kind = keep_kind  # from_changelog_stream: a Row's RowKind is the change it describes
 
     def process_element(self, value: Any, ctx: Any) -> Iterator[Row]:
         if isinstance(value, Row) and getattr(value, "_fields", None):
@@ -214,11 +232,14 @@ class _StreamRecordToRow(ProcessFunction):
                 out.append(None if ts is None else from_millis(ts))
             else:
                 out.append(next(it))
-        yield make_row(out, self.names)
+        if self.keep_kind and isinstance(value, Row):
+            yield make_row(out, self.names, value.get_row_kind())
+        else:
+            yield make_row(out, self.names)
 
 
 def _data_stream_scan(node: DataStreamScanNode) -> DataStream:
-    fn = _StreamRecordToRow(node.physical, node.metadata_rowtime, node.names())
+    fn = _StreamRecordToRow(node.physical, node.metadata_rowtime, node.names(), node.changelog)
     out = node.stream.process(fn).name(node.describe()).uid(node.uid("datastream-scan"))
     return _same_parallelism(out, node.stream)
 
