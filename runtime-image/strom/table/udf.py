@@ -77,7 +77,23 @@ class AggregateFunction(UserDefinedFunction):
 
 
 class TableAggregateFunction(UserDefinedFunction):
-    """Declared for PyFlink compatibility; flat_aggregate is not supported yet."""
+    """A table aggregate function (flat_aggregate): create_accumulator() -> acc; accumulate(acc, *args);
+    emit_value(acc) yields the group's rows (a Row/tuple per row); retract(acc, *args) when the input updates."""
+
+    def create_accumulator(self) -> Any:
+        raise TableException(f"{type(self).__name__} must implement create_accumulator()")
+
+    def accumulate(self, accumulator: Any, *args: Any) -> None:
+        raise TableException(f"{type(self).__name__} must implement accumulate(accumulator, *args)")
+
+    def emit_value(self, accumulator: Any) -> Iterable[Any]:
+        raise TableException(f"{type(self).__name__} must implement emit_value(accumulator)")
+
+    def get_result_type(self) -> DataType | None:
+        return None
+
+    def get_accumulator_type(self) -> DataType | None:
+        return None
 
 
 class _CallableScalar(ScalarFunction):
@@ -144,6 +160,8 @@ class UserDefinedFunctionWrapper:
         exprs = tuple(_to_expr(a) for a in args)
         if self._kind == "aggregate":
             return Expression("agg", "udaf", exprs, value=self)
+        if self._kind == "table_aggregate":
+            return Expression("call", "udtaf", exprs, value=self)
         return Expression("call", "udf" if self._kind == "scalar" else "udtf", exprs, value=self)
 
     def invoker(self) -> Invoker:
@@ -252,8 +270,21 @@ def udaf(f: Any = None, input_types: Any = None, result_type: Any = None, accumu
     return UserDefinedFunctionWrapper(f, "aggregate", _name_of(f, name), [_data_type(result_type, label)])
 
 
-def udtaf(f: Any = None, **kwargs: Any) -> Any:
-    raise NotSupportedYet("udtaf (table aggregate functions, flat_aggregate)")
+def udtaf(f: Any = None, input_types: Any = None, result_type: Any = None, accumulator_type: Any = None,
+          deterministic: bool | None = None, name: str | None = None, func_type: str = "general") -> Any:
+    """A table aggregate function for flat_aggregate: `udtaf(Top2(), result_type=DataTypes.ROW([...]))`."""
+    _refuse_pandas(func_type, "udtaf")
+    if f is None:
+        return lambda g: udtaf(g, input_types, result_type, accumulator_type, deterministic, name, func_type)
+    label = f"udtaf {_name_of(f, name)!r}"
+    if not isinstance(f, TableAggregateFunction):
+        raise ValidationException(f"{label}: expected a TableAggregateFunction instance (create_accumulator, "
+                                  "accumulate, emit_value)")
+    result_type = result_type if result_type is not None else f.get_result_type()
+    if result_type is None:
+        raise ValidationException(f"{label}: result_type is required (udtaf(f, result_type=...) or "
+                                  "get_result_type())")
+    return UserDefinedFunctionWrapper(f, "table_aggregate", _name_of(f, name), [_data_type(result_type, label)])
 
 
 def as_function(name: str, f: Any) -> UserDefinedFunctionWrapper:
