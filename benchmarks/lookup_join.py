@@ -12,6 +12,18 @@ probes/s:
                     INSERT INTO blackhole SELECT .. FROM orders JOIN dim FOR SYSTEM_TIME AS OF o.pt ..,
                     a local job at parallelism 1, job start included
 A benchmark, not a test: nothing is asserted on speed.
+
+Figures (2-core VM shared with other engineers' work, private PostgreSQL 15 with fsync off, one run, 50,000
+probes of a 2,000-row table; PARTIAL and FULL load each key once, so they hit 96% and 100%):
+
+    bare psycopg query loop     7.33 s    6,823 probes/s
+    no join (pipeline only)     2.61 s   19,191 probes/s   (datagen -> Calc -> blackhole)
+    lookup join NONE           14.27 s    3,503 probes/s   (0.51x bare: one query per probe plus the pipeline)
+    lookup join PARTIAL         3.61 s   13,838 probes/s   (2.03x)
+    lookup join FULL            2.93 s   17,090 probes/s   (2.50x; close to the pipeline alone)
+    lookup join NONE async      9.43 s    5,301 probes/s   (0.78x; queries overlap on worker threads)
+    lookup join PARTIAL async   6.28 s    7,965 probes/s   (1.17x; the async operator's per-row cost shows once
+                                                           queries are rare)
 """
 
 from __future__ import annotations
