@@ -104,3 +104,16 @@ def test_residual_condition_and_left_padding() -> None:
 def test_temporal_join_errors(sql: str, needle: str) -> None:
     with pytest.raises(ValidationException, match=needle):
         _t_env().execute_sql(sql)
+
+
+def test_a_table_with_primary_key_and_watermark_is_a_versioned_table() -> None:
+    t_env = _t_env()
+    t_env.execute_sql("CREATE TABLE pk_rates (currency STRING, rate INT, ts TIMESTAMP(3), PRIMARY KEY (currency, rate) "
+                      "NOT ENFORCED, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector'='datagen', "
+                      "'number-of-rows'='5')")
+    join = ("SELECT o.id, r.rate FROM orders AS o JOIN pk_rates FOR SYSTEM_TIME AS OF o.order_time AS r "
+            "ON o.currency = r.currency {}")
+    plan = t_env.sql_query(join.format("AND o.amount = r.rate"))._node.digest()
+    assert "TemporalJoin(joinType=[INNER], asOf=[order_time]" in plan
+    with pytest.raises(ValidationException, match=r"primary key \[currency, rate\] must be included"):
+        t_env.sql_query(join.format(""))
