@@ -51,7 +51,8 @@ class Expression:
         if self.name in ("udf", "udtf", "udaf") and self.value is not None:  # a Python function: its name
             return f"{self.value.name}({', '.join(a.sql() for a in self.args)})"
         if self.op == "call" and self.name == "get_field":
-            return f"{self.args[0].sql()}.f{self.value}"
+            field = self.value if isinstance(self.value, str) else f"f{self.value}"
+            return f"{self.args[0].sql()}.{field}"
         if self.op == "call" and self.name == "named_call":
             return f"{self.value}({', '.join(a.sql() for a in self.args)})"
         if self.op == "agg":

@@ -31,6 +31,8 @@ def output_name(e: Expression, position: int, unnamed: str = "EXPR$") -> str:
         return e.name
     if e.op == "col":
         return e.name
+    if e.op == "call" and e.name == "get_field" and isinstance(e.value, str):
+        return e.value  # `bid.price` is named `price`, as in Flink
     return f"{unnamed}{position}"
 
 

@@ -48,6 +48,10 @@ def compile_scalar(e: Expression, columns: Columns) -> tuple[Fn, DataType]:
         raise ValidationException(f"aggregate {e.sql()} is not allowed here (only in a grouped select or HAVING)")
     if e.op != "call":
         raise NotSupportedYet(f"expression {e.op!r}")
+    if e.name == "get_field" and isinstance(e.value, str) and e.args[0].op == "col" and all(
+            n != e.args[0].name for n, _ in columns):  # `x.f` naming neither a table nor a ROW column
+        raise ValidationException(f"unknown table {e.args[0].name!r} in column reference {e.sql()} (nor is it a ROW "
+                                  f"column; columns: {', '.join(n for n, _ in columns)})")
     compiled = [compile_scalar(a, columns) for a in e.args]
     fns = [f for f, _ in compiled]
     types = [t for _, t in compiled]
@@ -403,6 +407,11 @@ def _get_field(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn,
     """Field `value` (an index) of a ROW value (Table.map's result columns)."""
     (a,) = fns
     i = e.value
+    if isinstance(i, str):  # SQL's `row_column.field`: by name
+        names = types[0].field_names() if types[0].root == "ROW" else []
+        if i not in names:
+            raise ValidationException(f"{e.args[0].sql()} is {types[0]}, not a ROW with a field {i!r}")
+        i = names.index(i)
     if types[0].root != "ROW" or not 0 <= i < len(types[0].fields):
         raise ValidationException(f"{e.args[0].sql()} is {types[0]}, not a ROW with a field {i}")
     return (lambda row: None if (x := a(row)) is None else x[i]), types[0].fields[i][1].nullable_()

@@ -26,6 +26,9 @@ _TYPES = {
 
 
 def data_type(node: exp.DataType, where: str) -> DataType:
+    if node.this == exp.DataType.Type.STRUCT:  # ROW<name TYPE, ..> (read as Hive's STRUCT<..>)
+        return DataTypes.ROW([(f.name, data_type(f.args["kind"], f"{where}, field {f.name!r}"))
+                              for f in node.expressions])
     root = _TYPES.get(node.this)
     if root is None:
         raise NotSupportedYet(f"type {node.sql(DIALECT)} ({where})")

@@ -198,6 +198,8 @@ def parse_statement(sql: str) -> Statement:
             text = re.sub(head + r"\s*\(", r"\1 (`__strom_like__` INT, ", text, count=1, flags=re.IGNORECASE)
         else:
             text = re.sub(head, r"\1 (`__strom_like__` INT)", text, count=1, flags=re.IGNORECASE)
+    if re.match(r"CREATE\s+(TEMPORARY\s+)?TABLE\b", text, re.IGNORECASE):
+        text = re.sub(r"\bROW\s*<", "STRUCT<", text, flags=re.IGNORECASE)  # Flink's ROW<..> is Hive's STRUCT<..>
     text, watermark = extract_watermark(text, parse_expression)
     text = extract_window_tvfs(text, parse_expression)
     tree = parse_one(text)

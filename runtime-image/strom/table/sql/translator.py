@@ -90,6 +90,9 @@ class Translator:
             table = node.table
             if not table and not node.this.quoted and node.name.upper() in NILADIC:  # LOCALTIMESTAMP etc.
                 return Expression("call", NILADIC[node.name.upper()])
+            if table and table not in self.qualifiers and not self.qualified:
+                # `bid.price`: field `price` of the ROW column `bid` (no table is called `bid` here)
+                return Expression("call", "get_field", (col(table),), node.name)
             if table and table not in self.qualifiers:
                 raise ValidationException(f"unknown table {table!r} in column reference {node.sql(DIALECT)}")
             return col(f"{table}.{node.name}" if table and self.qualified else node.name)
