@@ -2,8 +2,8 @@
 
 As in PyFlink (`pyflink.common.types.Row`): `row[0] = v` and `row['name'] = v` assign, a named row's
 fields read as attributes (`row.name`), a Row made of names is a "row class" (`Person = Row('name',
-'age'); Person('a', 1)`), `in` searches the values, equality needs equal values, names and row kind
-(a Row never equals a tuple), and the hash is the hash of the values' tuple. A row's names are a tuple,
+'age'); Person('a', 1)`), `in` searches the values, equality needs equal values and row kind (a Row
+never equals a tuple), and the hash is the hash of the values' tuple. A row's names are a tuple,
 `None` for a row without names. Strom keeps what its tuple-based Row had beyond PyFlink: keyword fields
 in the order given (PyFlink sorts them by name), a Row without names equal to a named Row of the same
 values and kind (PyFlink needs equal names), ordering comparisons, `get_fields_by_names`.
