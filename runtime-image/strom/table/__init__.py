@@ -3,11 +3,13 @@
 What runs: from_elements, from_data_stream (with a Schema's computed columns, rowtime metadata and
 watermark), CREATE TABLE with the datagen/print/blackhole connectors, computed columns, WATERMARK FOR and
 PROCTIME(), views, projection, WHERE, scalar functions, GROUP BY with COUNT/SUM/MIN/MAX/AVG (and DISTINCT)
-and HAVING as changelogs (+I/-U/+U/-D), window TVFs (TUMBLE/HOP/CUMULATE) and group windows (GROUP BY
-TUMBLE/HOP, Table.window(Tumble/Slide)) on the DataStream window operator, OVER aggregations, Top-N,
-deduplication and ORDER BY/LIMIT, regular joins (planner/join.py, streaming_join.py) and interval joins
-(planner/interval_join.py), Python UDFs (udf.py: scalar, table functions in LATERAL TABLE /
-join_lateral via planner/correlate.py, aggregate functions in GROUP BY and windows), all compiled onto
+and HAVING as changelogs (+I/-U/+U/-D), window TVFs (TUMBLE/HOP/CUMULATE/SESSION) and group windows (GROUP
+BY TUMBLE/HOP/SESSION, Table.window(Tumble/Slide/Session)) on the DataStream window operator, OVER
+aggregations, Top-N (ROW_NUMBER/RANK/DENSE_RANK, over updating input too), window Top-N and deduplication,
+deduplication and ORDER BY/LIMIT, regular joins (planner/join.py, streaming_join.py), interval joins (inner
+and outer, planner/interval_join.py), window joins, temporal joins (FOR SYSTEM_TIME AS OF), Python UDFs
+(udf.py: scalar, table functions in LATERAL TABLE / join_lateral via planner/correlate.py, aggregate
+functions in GROUP BY and windows, table aggregate functions in flat_aggregate), all compiled onto
 DataStream operators. Everything else raises
 "not supported yet: ...".
 """
