@@ -82,7 +82,8 @@ def measure(args: argparse.Namespace, query: str) -> dict[str, Any]:
     if args.checkpoint_interval:
         with step(f"{query}: {args.events:,} events, checkpoints every {args.checkpoint_interval} ms"):
             runs.append(run_timed(query, config, parallelism=args.parallelism,
-                                  checkpoint_interval_ms=args.checkpoint_interval, state_backend=args.state_backend))
+                                  checkpoint_interval_ms=args.checkpoint_interval, state_backend=args.state_backend,
+                                  incremental=args.incremental))
     rss = runs[-1].peak_rss_mb  # before the baselines allocate their event lists
     prefix, generator_rate = generate(NexmarkConfig(events=min(args.events, REFERENCE_EVENTS_MAX),
                                                     event_rate=args.event_rate))
@@ -210,6 +211,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--checkpoint-interval", type=parse_interval_ms, default=0, help="e.g. 10s: also run with "
                     "checkpoints and print the overhead")
     ap.add_argument("--state-backend", choices=["hashmap", "rocksdb"], default="hashmap", help="state.backend.type")
+    ap.add_argument("--incremental", action="store_true", help="state.backend.incremental: true (RocksDB)")
     ap.add_argument("--json", action="store_true", help="print one JSON line (used by --all)")
     args = ap.parse_args(argv)
     if args.conditions == "flink":

@@ -88,14 +88,16 @@ def run_timed(
     parallelism: int,
     checkpoint_interval_ms: int = 0,
     state_backend: str = "hashmap",
+    incremental: bool = False,
 ) -> RunFigures:
     """One run with a counting sink; with checkpoints every `checkpoint_interval_ms` (file:// in a temp dir),
-    keyed state on `state_backend` (state.backend.type)."""
+    keyed state on `state_backend` (state.backend.type), RocksDB snapshots incremental if `incremental`."""
     from strom.datastream.executors import load_executor
 
     CountingSink.count = 0
     with tempfile.TemporaryDirectory(prefix="nexmark-chk-") as directory:
-        conf: dict[str, Any] = {"state.checkpoints.dir": f"file://{directory}", "state.backend.type": state_backend}
+        conf: dict[str, Any] = {"state.checkpoints.dir": f"file://{directory}", "state.backend.type": state_backend,
+                                "state.backend.incremental": incremental}
         stream = query_stream(query, config, parallelism=parallelism, conf=conf)
         env = stream.get_execution_environment()
         if checkpoint_interval_ms:
