@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 import socket
+import threading
 from collections import Counter
 from typing import Any
 
@@ -222,3 +223,23 @@ def test_bad_kafka_options_are_refused_at_create_table(connector, options, messa
         create(t_env, "bad (id INT, name STRING)", {
             "connector": connector, "topic": "t", "properties.bootstrap.servers": "localhost:9092", **options})
     assert message in str(e.value)
+
+
+def test_an_idle_partition_does_not_hold_back_windows_with_scan_watermark_idle_timeout(kafka):
+    """Rows only in partition 0 of 2 (one source subtask each): the empty subtask goes idle after the timeout, so
+    the watermark of the other (12 s) closes the windows [0, 5) and [5, 10) while the job still runs."""
+    topic = kafka.new_topic(2, "idle")
+    produce(kafka.bootstrap, topic, [(0, None, json.dumps({"k": 1, "ts": f"2024-01-01 00:00:{s:02d}.000"}).encode())
+                                     for s in range(13)])
+    t_env = table_env(parallelism=2)
+    create(t_env, "ev (k INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts)", kafka_options(kafka, topic, **{
+        "format": "json", "scan.startup.mode": "earliest-offset", "scan.watermark.idle-timeout": "300 ms"}))
+    result = t_env.execute_sql("SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), "
+                               "INTERVAL '5' SECOND)) GROUP BY window_start, window_end")
+    rows: list[tuple] = []
+    it = result.collect()
+    reader = threading.Thread(target=lambda: rows.extend(tuple(next(it)) for _ in range(2)), daemon=True)
+    reader.start()
+    reader.join(60)
+    it.close()  # cancels the unbounded job
+    assert sorted((r[0].second, r[1]) for r in rows) == [(0, 5), (5, 5)]

@@ -7,7 +7,8 @@ DataStream KafkaSource / KafkaSink. upsert_kafka.py reuses the layout and the re
     scan.startup.mode earliest-offset | latest-offset | group-offsets | timestamp | specific-offsets
         (scan.startup.timestamp-millis, scan.startup.specific-offsets 'partition:0,offset:42;partition:1,offset:7')
     scan.bounded.mode unbounded | latest-offset | group-offsets | timestamp | specific-offsets (the source ends there)
-    scan.topic-partition-discovery.interval
+    scan.topic-partition-discovery.interval, scan.watermark.idle-timeout (a subtask without rows for that long
+        does not hold back the WATERMARK of the others: planner/translate.py applies it)
     sink.delivery-guarantee none | at-least-once (default) | exactly-once, sink.transactional-id-prefix,
     sink.parallelism
 
@@ -218,7 +219,8 @@ class KafkaFactory(ConnectorFactory):
         return {"topic", "topic-pattern", "format", "value.format", "key.format", "key.fields", "key.fields-prefix",
                 "value.fields-include", "scan.startup.mode", "scan.startup.timestamp-millis",
                 "scan.startup.specific-offsets", "scan.bounded.mode", "scan.bounded.timestamp-millis",
-                "scan.bounded.specific-offsets", "scan.topic-partition-discovery.interval", "sink.delivery-guarantee",
+                "scan.bounded.specific-offsets", "scan.topic-partition-discovery.interval",
+                "scan.watermark.idle-timeout", "sink.delivery-guarantee",
                 "sink.transactional-id-prefix", "sink.parallelism", "sink.partitioner",
                 *(k for k in ctx.options if k.startswith("properties.")), *format_option_names(ctx)}
 
@@ -251,13 +253,13 @@ class KafkaFactory(ConnectorFactory):
 
             raise NotSupportedYet(f"'sink.partitioner' = {ctx.options['sink.partitioner']!r} (table {ctx.name!r}); "
                                   "records go to partitions by key hash (or round robin without a key)")
-        interval = ctx.options.get("scan.topic-partition-discovery.interval")
-        if interval is not None:
-            try:
-                parse_duration_ms(interval)
-            except ValueError:
-                raise ctx.error(f"'scan.topic-partition-discovery.interval' must be a duration, got {interval!r}") \
-                    from None
+        for key in ("scan.topic-partition-discovery.interval", "scan.watermark.idle-timeout"):
+            value = ctx.options.get(key)
+            if value is not None:
+                try:
+                    parse_duration_ms(value)
+                except ValueError:
+                    raise ctx.error(f"{key!r} must be a duration such as '5 s', got {value!r}") from None
 
     def _starting(self, ctx: TableContext) -> Any:
         mode = ctx.options.get("scan.startup.mode", "group-offsets" if self.upsert is False and
