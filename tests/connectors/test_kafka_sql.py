@@ -79,6 +79,7 @@ def test_kafka_group_by_into_upsert_kafka_equals_duckdb_read_both_ways(kafka):
     with t_env.execute_sql("SELECT * FROM totals_read").collect() as it:
         changelog = list(it)
     assert reduce_changelog(changelog) == expected
+    assert sum(1 for r in changelog if r.get_row_kind() is RowKind.INSERT) == len(expected)  # one +I per key
 
 
 def test_upsert_kafka_source_normalizes_upserts_and_tombstones_into_a_changelog(kafka):
