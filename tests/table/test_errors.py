@@ -30,10 +30,11 @@ def _one_line(excinfo: pytest.ExceptionInfo) -> str:
 @pytest.mark.parametrize(
     ("sql", "needle"),
     [
-        ("SELECT nope FROM clicks", "unknown column 'nope'"),
-        ("SELECT user FROM clicks WHERE missing > 1", "unknown column 'missing'"),
-        ("SELECT user, COUNT(*) FROM clicks GROUP BY nope", "unknown column 'nope'"),
-        ("SELECT user FROM nowhere", "Object 'nowhere' not found"),
+        ("SELECT nope FROM clicks", "From line 1, column 8 to line 1, column 11: Column 'nope' not found in any "
+                                    "table (unknown column 'nope'; available columns: user, url, n)"),
+        ("SELECT user FROM clicks WHERE missing > 1", "Column 'missing' not found in any table"),
+        ("SELECT user, COUNT(*) FROM clicks GROUP BY nope", "Column 'nope' not found in any table"),
+        ("SELECT user FROM nowhere", "From line 1, column 18 to line 1, column 24: Object 'nowhere' not found"),
         ("SELECT x.user FROM clicks", "unknown table 'x'"),
         ("SELECT url, COUNT(*) FROM clicks GROUP BY user", "column 'url' is neither grouped nor aggregated"),
         ("SELECT user FROM clicks WHERE n", "expected BOOLEAN"),
@@ -74,6 +75,16 @@ def test_unsupported_features_are_named(t_env: TableEnvironment, sql: str, featu
         t_env.execute_sql(sql)
     message = _one_line(e)
     assert message.startswith("not supported yet: ") and feature in message
+
+
+def test_validation_error_names_the_span_on_a_later_line(t_env: TableEnvironment) -> None:
+    with pytest.raises(ValidationException) as e:
+        t_env.execute_sql("SELECT user,\n  url\nFROM clicks\nWHERE `missing` > 1")
+    assert _one_line(e).startswith("SQL validation failed. From line 4, column 7 to line 4, column 15: Column "
+                                   "'missing' not found in any table")
+    with pytest.raises(ValidationException) as e:
+        t_env.sql_query("SELECT\n\tnope FROM clicks")
+    assert "From line 2, column 2 to line 2, column 5" in _one_line(e)
 
 
 def test_parse_error_names_line_and_column(t_env: TableEnvironment) -> None:

@@ -41,6 +41,7 @@ from strom.table.planner.temporal_join import plan_temporal
 from strom.table.planner.translate import translate
 from strom.table.schema import Schema
 from strom.table.sql import parser as sqlp
+from strom.table.sql import positions
 from strom.table.sql.catalog import CATALOG, DATABASE, Catalog, CatalogTable, CatalogView
 from strom.table.sql.flink_syntax import WindowTVF
 from strom.table.statement_set import StatementSet
@@ -211,6 +212,17 @@ class TableEnvironment:
         name = f"Unregistered_Collection_Source_{self._elements_count}"
         return Table(self, SourceNode(columns, table_name=name, elements=rows))
 
+    def from_pandas(self, pdf: Any, schema: Any = None, splits_num: int = 1) -> Table:
+        """A bounded table of a pandas DataFrame's rows, typed through Arrow as PyFlink types them
+        (strom.table.pandas_conversion); `splits_num` slices it as PyFlink does, read in order."""
+        from strom.table import pandas_conversion as pc
+
+        columns = pc.dataframe_columns(pdf, schema)
+        rows = [r for split in pc.split_rows(pc.dataframe_rows(pdf, columns), splits_num) for r in split]
+        self._elements_count += 1
+        name = f"Unregistered_Collection_Source_{self._elements_count}"
+        return Table(self, SourceNode(columns, table_name=name, elements=rows))
+
     def create_temporary_view(self, view_path: str, table_or_data_stream: Any, *fields: Any) -> None:
         if not isinstance(table_or_data_stream, Table):
             raise NotSupportedYet("create_temporary_view from a DataStream")
@@ -324,9 +336,18 @@ class TableEnvironment:
     # -- SQL -------------------------------------------------------------------------------------
     def sql_query(self, query: str) -> Table:
         self._sync_session()
-        return Table(self, self._plan_query(sqlp.parse_query(query)))
+        try:
+            return Table(self, self._plan_query(sqlp.parse_query(query)))
+        except ValidationException as e:
+            raise positions.with_position(e, query) from None
 
     def execute_sql(self, stmt: str) -> TableResult:
+        try:
+            return self._execute_sql(stmt)
+        except ValidationException as e:  # an unknown column or table: where it is, as Flink's validator says
+            raise positions.with_position(e, stmt) from None
+
+    def _execute_sql(self, stmt: str) -> TableResult:
         self._sync_session()
         s = sqlp.parse_statement(stmt)
         pending: StatementSet | None = getattr(self, "_pending_set", None)
