@@ -6,14 +6,15 @@ Two parts, each printed as a ratio Row / tuple measured in one run (absolute fig
   pipeline  N events through map (builds the record) -> key_by(field 0) -> reduce (sum of field 1) -> sink
             at parallelism 1, once with Rows (Types.ROW_NAMED) and once with tuples (Types.TUPLE)
 
-    python -m benchmarks.row_records [--events 300000] [--repeat 3]
+    python -m benchmarks.row_records [--events 300000] [--repeat 3] [--parts ops,pipeline]
+
+BENCH_CPU=1 measures CPU seconds of the process instead of wall-clock time, as benchmarks.micro does.
 """
 
 from __future__ import annotations
 
 import argparse
 import pickle
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +22,7 @@ from strom.common.row import Row
 from strom.common.typeinfo import Types
 from strom.datastream import StreamExecutionEnvironment
 
-from benchmarks.micro import CountingSink, EventSource
+from benchmarks.micro import _CLOCK, CountingSink, EventSource
 
 ROW_TYPE = Types.ROW_NAMED(["k", "v"], [Types.INT(), Types.LONG()])
 TUPLE_TYPE = Types.TUPLE([Types.INT(), Types.LONG()])
@@ -30,9 +31,9 @@ TUPLE_TYPE = Types.TUPLE([Types.INT(), Types.LONG()])
 def _best(fn: Callable[[], Any], repeat: int) -> float:
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = _CLOCK()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(_CLOCK() - start)
     return min(times)
 
 
@@ -94,12 +95,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=300_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--parts", default="ops,pipeline", help="comma-separated: ops, pipeline")
     args = parser.parse_args()
-    n = args.events
+    n, parts = args.events, set(args.parts.split(","))
     print(f"{n} records, best of {args.repeat}")
-    for what, row_s, tuple_s in ops(n, args.repeat):
+    for what, row_s, tuple_s in ops(n, args.repeat) if "ops" in parts else []:
         print(f"  {what:14s} Row {row_s * 1e9 / n:7.1f} ns  tuple {tuple_s * 1e9 / n:7.1f} ns  "
               f"ratio {row_s / tuple_s:5.2f}")
+    if "pipeline" not in parts:
+        return
     row_s = _best(lambda: pipeline(n, rows=True), args.repeat)
     tuple_s = _best(lambda: pipeline(n, rows=False), args.repeat)
     print(f"  pipeline       Row {n / row_s:9.0f} rec/s  tuple {n / tuple_s:9.0f} rec/s  ratio {row_s / tuple_s:5.2f}")
