@@ -258,6 +258,12 @@ TABLE_DML_SYNC = option(
     "table.dml-sync", "bool", False,
     "Table API & SQL: execute_sql of INSERT waits for its job to finish (Flink's SQL client option).",
 )
+TABLE_COLUMNAR_ENABLED = option(
+    "table.exec.columnar.enabled", "bool", False,
+    "Table API & SQL (Strom's own key, beside Flink's table.exec.* execution switches): evaluate a Calc's "
+    "projection and filter per batch with pyarrow.compute where every expression has a kernel with Flink's "
+    "semantics (strom.table.planner.columnar_calc); results are identical either way, only the speed differs.",
+)
 TABLE_MINI_BATCH_ENABLED = option(
     "table.exec.mini-batch.enabled", "bool", False,
     "Table API & SQL: buffer input for aggregations (performance only; Strom's operators already work on batches).",

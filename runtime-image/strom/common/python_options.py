@@ -37,3 +37,19 @@ PYTHON_CLIENT_EXECUTABLE = option(
     "Python interpreter of the client that runs the job's program; empty = the one running it. Recorded: "
     "the program runs in the interpreter that started it.",
 )
+
+# How Python functions that work on many rows at once (pandas UDFs) are fed: rows are bundled up to
+# bundle.size or for bundle.time ms (a bundle is also flushed before every watermark and checkpoint barrier),
+# and a function receives at most arrow.batch.size rows per call (capped at bundle.size, as PyFlink caps it)
+PYTHON_ARROW_BATCH_SIZE = option(
+    "python.fn-execution.arrow.batch.size", "int", 10000,
+    "Most rows a pandas UDF receives per call (one Arrow batch).", minimum=1,
+)
+PYTHON_BUNDLE_SIZE = option(
+    "python.fn-execution.bundle.size", "int", 100000,
+    "Most rows buffered for pandas UDFs before they are called.", minimum=1,
+)
+PYTHON_BUNDLE_TIME = option(
+    "python.fn-execution.bundle.time", "int", 1000,
+    "Milliseconds rows may wait in a pandas UDF's bundle before it is flushed.", minimum=1,
+)

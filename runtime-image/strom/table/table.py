@@ -194,6 +194,15 @@ class Table:
     def execute(self) -> TableResult:
         return self._t_env._execute_query(self._node)
 
+    def to_pandas(self) -> Any:
+        """The table's rows as a pandas DataFrame (runs the query; an updating table is reduced to its final
+        rows, as PyFlink's to_pandas collects them). The table must be bounded."""
+        from strom.table import pandas_conversion as pc
+
+        with self.execute().collect() as changelog:
+            rows = pc.final_rows(changelog)
+        return pc.to_dataframe(list(self._node.columns), rows)
+
     def execute_insert(self, table_path_or_descriptor: Any, overwrite: bool = False) -> TableResult:
         if not isinstance(table_path_or_descriptor, str):
             return self._t_env._insert_into_descriptor(table_path_or_descriptor, self._node, overwrite)
@@ -330,6 +339,5 @@ for _name, _feature in {
     "intersect_all": "INTERSECT ALL",
     "offset": "OFFSET",
     "aggregate": "user-defined aggregate functions",
-    "to_pandas": "pandas conversion",
 }.items():
     setattr(Table, _name, _not_yet(_name, _feature))

@@ -126,8 +126,10 @@ class UserDefinedFunctionWrapper:
     """A Python UDF with its kind ("scalar", "table", "aggregate"), name and result type(s)."""
 
     def __init__(self, func: UserDefinedFunction, kind: str, name: str, result_types: list[DataType],
-                 result_names: list[str] | None = None) -> None:
+                 result_names: list[str] | None = None, func_type: str = "general") -> None:
         self._func = func
+        # "pandas": a vectorized function called with a pandas.Series per argument (planner/pandas_calc.py)
+        self.func_type = func_type
         self._kind = kind
         self._name = name
         self._result_types = result_types
@@ -154,7 +156,8 @@ class UserDefinedFunctionWrapper:
         return list(self._result_types)
 
     def alias(self, *names: str) -> UserDefinedFunctionWrapper:
-        return UserDefinedFunctionWrapper(self._func, self._kind, self._name, self._result_types, list(names))
+        return UserDefinedFunctionWrapper(self._func, self._kind, self._name, self._result_types, list(names),
+                                          self.func_type)
 
     def __call__(self, *args: Any) -> Expression:
         exprs = tuple(_to_expr(a) for a in args)
@@ -165,6 +168,14 @@ class UserDefinedFunctionWrapper:
         return Expression("call", "udf" if self._kind == "scalar" else "udtf", exprs, value=self)
 
     def invoker(self) -> Invoker:
+        """Calls the function per row; a pandas UDF gets one-element Series (the planner's bundled Calc calls
+        vectorized_invoker() instead where it can)."""
+        if self.func_type == "pandas":
+            return Invoker(_PandasPerRow(self._func, self._name), self._name)
+        return Invoker(self._func, self._name)
+
+    def vectorized_invoker(self) -> Invoker:
+        """A pandas UDF's own function: eval(*pandas.Series) -> pandas.Series."""
         return Invoker(self._func, self._name)
 
     def shared_invoker(self) -> Invoker:
@@ -179,6 +190,31 @@ class UserDefinedFunctionWrapper:
 
     def __repr__(self) -> str:
         return f"<{self._kind} function {self._name}>"
+
+
+class _PandasPerRow(ScalarFunction):
+    """A pandas UDF called for one row: one-element Series in, the first element out (NaN is NULL)."""
+
+    def __init__(self, func: UserDefinedFunction, name: str) -> None:
+        self.func = func
+        self.name = name
+
+    def open(self, function_context: FunctionContext) -> None:
+        self.func.open(function_context)
+
+    def close(self) -> None:
+        self.func.close()
+
+    def eval(self, *args: Any) -> Any:
+        import pandas as pd
+
+        result = self.func.eval(*[pd.Series([v]) for v in args])  # type: ignore[attr-defined]
+        if len(result) != 1:
+            raise TableException(f"pandas UDF {self.name!r} returned {len(result)} values for 1 row")
+        v = result.iloc[0] if isinstance(result, pd.Series) else result[0]
+        if v is None or (isinstance(v, float) and v != v) or v is pd.NA or v is pd.NaT:
+            return None
+        return v.item() if hasattr(v, "item") else v
 
 
 class Invoker:
@@ -213,10 +249,10 @@ def _refuse_pandas(func_type: str, kind: str) -> None:
         return
     if func_type != "pandas":
         raise ValidationException(f"{kind}: func_type must be 'general' or 'pandas', got {func_type!r}")
-    if importlib.util.find_spec("pandas") is None or importlib.util.find_spec("pyarrow") is None:
-        raise NotSupportedYet(f"{kind}(func_type='pandas'): pandas UDFs need pandas and pyarrow, which are not "
-                              "installed (pip install pandas pyarrow), and Strom does not run them yet")
-    raise NotSupportedYet(f"{kind}(func_type='pandas') (vectorized Python UDFs); use func_type='general'")
+    if kind == "udf":
+        return  # vectorized scalar functions run (planner/pandas_calc.py)
+    raise NotSupportedYet(f"{kind}(func_type='pandas') (vectorized Python aggregate/table functions); use "
+                          "func_type='general'")
 
 
 def _name_of(f: Any, name: str | None) -> str:
@@ -237,7 +273,8 @@ def udf(f: Any = None, input_types: Any = None, result_type: Any = None, determi
         raise ValidationException(f"udf {_name_of(f, name)!r}: result_type is required (e.g. DataTypes.BIGINT())")
     func = f if isinstance(f, ScalarFunction) else _CallableScalar(f)
     return UserDefinedFunctionWrapper(func, "scalar", _name_of(f, name),
-                                      [_data_type(result_type, f"udf {_name_of(f, name)!r}")])
+                                      [_data_type(result_type, f"udf {_name_of(f, name)!r}")],
+                                      func_type=udf_type or func_type)
 
 
 def udtf(f: Any = None, input_types: Any = None, result_types: Any = None, deterministic: bool | None = None,
@@ -290,7 +327,8 @@ def udtaf(f: Any = None, input_types: Any = None, result_type: Any = None, accum
 def as_function(name: str, f: Any) -> UserDefinedFunctionWrapper:
     """What create_temporary_function accepts: a wrapper made by udf/udtf/udaf (renamed to `name`)."""
     if isinstance(f, UserDefinedFunctionWrapper):
-        return UserDefinedFunctionWrapper(f._func, f._kind, name, f._result_types, f._result_names)
+        return UserDefinedFunctionWrapper(f._func, f._kind, name, f._result_types, f._result_names,
+                                          f.func_type)
     raise ValidationException(f"function {name!r}: expected a function made by udf/udtf/udaf (e.g. "
                               f"udf(f, result_type=DataTypes.BIGINT())), got {type(f).__name__}")
 

@@ -32,6 +32,7 @@ _KINDS: dict[str, str] = {
     "broadcast_process": "strom.runtime.operators.broadcast:BroadcastProcessOperator",
     "keyed_broadcast_process": "strom.runtime.operators.broadcast:BroadcastProcessOperator",
     "async_wait": "strom.runtime.operators.async_wait:AsyncWaitOperator",
+    "bundled_map": "strom.runtime.operators.bundled_map:BundledMapOperator",
 }
 
 

@@ -8,11 +8,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from strom.common.config_options import TABLE_COLUMNAR_ENABLED
 from strom.common.row import Row
 from strom.common.watermark_strategy import WatermarkStrategy
 from strom.datastream.data_stream import DataStream
 from strom.datastream.functions import ProcessFunction
+from strom.graph.transformations import OperatorDescriptor
 from strom.table.errors import NotSupportedYet
+from strom.table.planner import calc_codegen
+from strom.table.planner.columnar_calc import compile_columnar
 from strom.table.planner.correlate import CorrelateFunction
 from strom.table.planner.event_time import (
     RowtimeExtractor,
@@ -27,6 +31,7 @@ from strom.table.planner.group_agg import GlobalGroupMarker, GroupAggFunction
 from strom.table.planner.interval_join import IntervalJoinFunction
 from strom.table.planner.lookup_join import LookupJoinNode, translate_lookup_join
 from strom.table.planner.over_agg import OverAggFunction
+from strom.table.planner.pandas_calc import has_pandas_call, pandas_calc_stream
 from strom.table.planner.plan import (
     CalcNode,
     CorrelateNode,
@@ -68,6 +73,10 @@ def _translate(node: PlanNode, env: Any, memo: dict[str, DataStream]) -> DataStr
         return _source(node, env)
     if isinstance(node, CalcNode):
         assert node.input is not None
+        if calc_codegen.ENABLED and not env.get_configuration().get(TABLE_COLUMNAR_ENABLED):
+            steps, below = calc_codegen.calc_chain(node, lambda c: not _has_pandas(c))
+            if steps:  # stacked Calcs fused into one generated function (Flink's Calc code generation)
+                return _compiled_calc(node, steps, translate(below, env, memo))
         return _calc(node, translate(node.input, env, memo))
     if isinstance(node, GroupAggregateNode):
         assert node.input is not None
@@ -143,6 +152,16 @@ class _CalcMap:
         return make_row([f(row) for f in self.fns], self.names, row.get_row_kind())
 
 
+def _has_pandas(node: CalcNode) -> bool:
+    return has_pandas_call(node.condition) or any(has_pandas_call(p) for p in node.projections)
+
+
+def _compiled_calc(node: CalcNode, steps: list[calc_codegen.CalcStep], ds: DataStream) -> DataStream:
+    fn = calc_codegen.compile_calc(steps, node.names())
+    out = ds.map(fn) if isinstance(fn, calc_codegen.CompiledCalcMap) else ds.flat_map(fn)
+    return _same_parallelism(out.name("Calc[compiled]").uid(node.uid("calc")), ds)
+
+
 def _getter(k: int) -> Callable[[Any], Any]:
     return lambda row: row[k]
 
@@ -151,6 +170,14 @@ def _calc(node: CalcNode, ds: DataStream) -> DataStream:
     assert node.input is not None
     columns = node.input.columns
     source = ds
+    if has_pandas_call(node.condition) or any(has_pandas_call(p) for p in node.projections):
+        return _same_parallelism(pandas_calc_stream(node, ds), source)
+    if ds.get_execution_environment().get_configuration().get(TABLE_COLUMNAR_ENABLED):
+        columnar = compile_columnar(columns, list(node.projections), node.condition, node.names())
+        if columnar is not None:  # every expression has an Arrow kernel with Flink's semantics
+            op = OperatorDescriptor("bundled_map", columnar, params={"bundle_size": 1, "bundle_time_ms": 0})
+            out = DataStream(ds._env, ds._one_input("Calc[columnar]", op, None))
+            return _same_parallelism(out.name("Calc[columnar]").uid(node.uid("calc")), source)
     if node.condition is not None:
         pred, _ = compile_scalar(node.condition, columns)
         ds = ds.filter(lambda row, p=pred: p(row) is True).name("Calc[where]").uid(node.uid("calc-filter"))

@@ -1,0 +1,82 @@
+"""Columnar Calc vs the row path (issue 19): a projection/filter query over a bounded datagen table into a
+blackhole sink, with `table.exec.columnar.enabled` off and on, in one run; plus the same pipeline with a
+pass-through select (source and sink alone) so the Calc's own CPU per row can be read off.
+
+    python -m benchmarks.columnar_calc [--rows 1000000]
+
+Each variant runs in its own Python process (the job's TaskManager processes are its children), and its CPU
+time is read when it has exited (user + system, every descendant included); the pass-through variant's
+figure holds interpreter start-up, source and sink, so a Calc's own cost is the difference. Prints events
+per CPU-second; not asserted. CPU time on a shared machine: read the ratios, not the absolute numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+
+from strom.table import EnvironmentSettings, TableEnvironment
+
+DDL = """CREATE TABLE src (a INT, b BIGINT, x DOUBLE, s STRING, f BOOLEAN) WITH (
+  'connector' = 'datagen', 'number-of-rows' = '{rows}',
+  'fields.a.min' = '-1000', 'fields.a.max' = '1000', 'fields.b.min' = '0', 'fields.b.max' = '1000000',
+  'fields.x.min' = '0', 'fields.x.max' = '100', 'fields.s.length' = '8')"""
+SINK = "CREATE TABLE out_{name} ({columns}) WITH ('connector' = 'blackhole')"
+QUERIES = {
+    "pass-through": "SELECT a, b, x, s, f FROM src",
+    "projection/filter": "SELECT a + 1 AS a1, b * 2 + a AS b2, x * 3 - 1 AS x3, CHAR_LENGTH(s) AS n, s "
+                         "FROM src WHERE (a > 0 AND x < 50) OR f",
+}
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # exited, waited-for descendants
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(query: str, rows: int, columnar: bool) -> float:
+    """CPU seconds of one variant in a fresh process, every descendant included."""
+    before = cpu_seconds()
+    subprocess.run([sys.executable, "-m", "benchmarks.columnar_calc", "--rows", str(rows), "--one", query,
+                    *(["--columnar"] if columnar else [])], check=True)
+    return cpu_seconds() - before
+
+
+def run_one(query: str, rows: int, columnar: bool) -> None:
+    t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+    t_env.get_config().set("table.exec.columnar.enabled", "true" if columnar else "false")
+    t_env.execute_sql(DDL.format(rows=rows))
+    table = t_env.sql_query(QUERIES[query])
+    schema = table.get_schema()
+    columns = ", ".join(f"`{n}` {t.base()}" for n, t in zip(schema.get_field_names(), schema.get_field_data_types(),
+                                                              strict=True))
+    name = "q" + str(abs(hash((query, columnar))) % 10_000)
+    t_env.execute_sql(SINK.format(name=name, columns=columns))
+    table.execute_insert(f"out_{name}").wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--one", choices=list(QUERIES), help=argparse.SUPPRESS)  # a variant's own process
+    parser.add_argument("--columnar", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        run_one(args.one, args.rows, args.columnar)
+        return
+    base = run("pass-through", args.rows, False)
+    row = run("projection/filter", args.rows, False)
+    col = run("projection/filter", args.rows, True)
+    print(f"{args.rows:,} datagen rows; ev/CPU-s = events per CPU-second of this process")
+    print(f"{'pipeline':<34}{'CPU s':>8}{'ev/CPU-s':>12}{'Calc CPU us/row':>17}")
+    for label, cpu in (("source -> sink (pass-through)", base), ("projection/filter, row path", row),
+                       ("projection/filter, columnar", col)):
+        calc = "-" if cpu is base else f"{max(cpu - base, 0.0) / args.rows * 1e6:.2f}"
+        print(f"{label:<34}{cpu:>8.2f}{args.rows / cpu:>12,.0f}{calc:>17}")
+    print(f"columnar / row path throughput: {row / col:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
