@@ -16,9 +16,12 @@ from typing import Any
 
 import pytest
 from strom.common.row import RowKind
-from strom.table import ValidationException
+from strom.common.typeinfo import Types
+from strom.datastream import StreamExecutionEnvironment
+from strom.table import DataTypes, Schema, StreamTableEnvironment, ValidationException
 from strom.table.errors import NotSupportedYet
 from strom.table.expressions import col, lit
+from strom.table.udf import AggregateFunction, udaf
 from strom.table.window import Session
 
 from .reference import reduce_changelog
@@ -135,3 +138,43 @@ def test_table_api_session_with_gap() -> None:
 def test_session_window_errors(sql: str, error: type, needle: str) -> None:
     with pytest.raises(error, match=needle):
         _t_env().execute_sql(sql)
+
+
+class _PriceSum(AggregateFunction):
+    def create_accumulator(self) -> list[int]:
+        return [0]
+
+    def accumulate(self, accumulator: list[int], price: int) -> None:
+        accumulator[0] += price
+
+    def get_value(self, accumulator: list[int]) -> int:
+        return accumulator[0]
+
+
+class _MergingPriceSum(_PriceSum):
+    def merge(self, accumulator: list[int], accumulators: list[list[int]]) -> None:
+        for other in accumulators:
+            accumulator[0] += other[0]
+
+
+def test_python_aggregate_function_merges_with_sessions() -> None:
+    """A row bridging two live sessions merges their accumulators (merge(acc, [others]), as Flink requires).
+    By hand (gap 3 s, watermark 2 s behind): X@1000 -> [1, 4), X@5000 -> [5, 8), X@3500 arrives at watermark
+    3000 (both live) and bridges them into [1, 8) with 1 + 2 + 4; X@20000 -> [20, 23). A function without
+    merge fails the job naming what to implement."""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    t_env = StreamTableEnvironment.create(env)
+    rows = [("X", 1, 1000), ("X", 2, 5000), ("X", 4, 3500), ("X", 8, 20000)]
+    ds = env.from_collection(rows, type_info=Types.ROW_NAMED(["item", "price", "ms"],
+                                                               [Types.STRING(), Types.INT(), Types.LONG()]))
+    schema = (Schema.new_builder().column_by_expression("ts", "TO_TIMESTAMP_LTZ(ms, 3)")
+              .watermark("ts", "ts - INTERVAL '2' SECOND").build())
+    t_env.create_temporary_view("x", t_env.from_data_stream(ds.set_parallelism(1), schema))
+    t_env.create_temporary_function("psum", udaf(_MergingPriceSum(), result_type=DataTypes.INT()))
+    query = ("SELECT window_start, window_end, COUNT(*), psum(price) FROM TABLE(SESSION(TABLE x PARTITION BY item, "
+             "DESCRIPTOR(ts), INTERVAL '3' SECOND)) GROUP BY item, window_start, window_end")
+    assert _final_rows(t_env.execute_sql(query)) == Counter({(_ts(1000), _ts(8000), 3, 7): 1,
+                                                             (_ts(20000), _ts(23000), 1, 8): 1})
+    t_env.create_temporary_function("nomerge", udaf(_PriceSum(), result_type=DataTypes.INT()))
+    with pytest.raises(Exception, match="must implement merge"):
+        _final_rows(t_env.execute_sql(query.replace("psum(", "nomerge(")))
