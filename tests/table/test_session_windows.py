@@ -101,6 +101,17 @@ def test_session_window_tvf_with_partition_by_equals_plain_python() -> None:
     assert got == _per_item()
 
 
+def test_session_partition_by_in_parentheses_and_several_columns_parse() -> None:
+    from strom.table.sql.flink_syntax import WINDOW_TVFS, extract_window_tvfs
+    from strom.table.sql.parser import parse_expression
+
+    for listed in ("(item, price)", "item, price"):
+        text = extract_window_tvfs(f"SELECT * FROM TABLE(SESSION(TABLE bids PARTITION BY {listed}, DESCRIPTOR(ts), "
+                                   "INTERVAL '3' SECOND))", parse_expression)
+        name = text.split("FROM ")[1].split()[0]
+        assert WINDOW_TVFS[name].partition == ["item", "price"] and WINDOW_TVFS[name].size == 3000
+
+
 def test_session_window_tvf_without_partition_merges_across_items() -> None:
     got = _final_rows(_t_env().execute_sql(
         "SELECT window_start, window_end, COUNT(*), MAX(price) "

@@ -183,7 +183,10 @@ def extract_window_tvfs(text: str, parse_expression: ParseExpression) -> str:
             raise SqlParserException(f"window TVF: {usage}")
         partition = None
         if t.group(3):
-            partition = [p.strip().strip("`") for p in t.group(3).split(",")]
+            listed = t.group(3).strip()
+            if listed.startswith("(") and listed.endswith(")"):  # PARTITION BY (a, b) as well as PARTITION BY a, b
+                listed = listed[1:-1]
+            partition = [p.strip().strip("`") for p in listed.split(",")]
             if not all(re.fullmatch(r"\w+", p) for p in partition):
                 raise SqlParserException(f"window TVF: PARTITION BY takes column names; {usage}")
         sizes = [_interval_millis(parse_expression(a), a, usage) for a in args[2:]]
