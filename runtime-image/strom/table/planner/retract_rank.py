@@ -50,13 +50,15 @@ def top_rows(keys: list[Any], rows: list[tuple], rank_type: str, rank_end: int |
 
 class RetractableTopNFunction(KeyedProcessFunction):
     def __init__(self, order: list[SortKey], rank_end: int | None, output_rank: bool, names: list[str],
-                 final_only: bool, rank_type: str = "ROW_NUMBER") -> None:
+                 final_only: bool, rank_type: str = "ROW_NUMBER", append_only: bool = False) -> None:
         self.sort_key = SortKeyOf(order)
         self.rank_end = rank_end
         self.output_rank = output_rank
         self.names = tuple(names)
         self.final_only = final_only
         self.rank_type = rank_type
+        # over an insert-only input ranks only grow: a row that fell out of the top never comes back
+        self.append_only = append_only
 
     def open(self, runtime_context: Any) -> None:
         self.state = runtime_context.get_state(ValueStateDescriptor("retract-top-n", Types.PICKLED_BYTE_ARRAY()))
@@ -82,13 +84,16 @@ class RetractableTopNFunction(KeyedProcessFunction):
             pos = bisect.bisect_right(keys, key)
             keys.insert(pos, key)
             rows.insert(pos, values)
+        after = top_rows(keys, rows, self.rank_type, self.rank_end)
+        if self.append_only and len(after) < len(rows):
+            del keys[len(after):], rows[len(after):]
         if rows:
             self.state.update((keys, rows))
         else:
             self.state.clear()
         if self.final_only:
             return
-        yield from self._changes(before, top_rows(keys, rows, self.rank_type, self.rank_end))
+        yield from self._changes(before, after)
 
     def _changes(self, before: list[tuple[tuple, int]], after: list[tuple[tuple, int]]) -> Iterator[Any]:
         if not self.output_rank:

@@ -331,7 +331,7 @@ def _rank(node: RankNode, ds: DataStream) -> DataStream:
         fn = DeduplicateFunction(node.deduplicate, node.order[0].index, node.rowtime, node.names(), node.final_only)
     elif node.input.updating or node.rank_type != "ROW_NUMBER":
         fn = RetractableTopNFunction(list(node.order), node.rank_end, node.output_rank, node.names(),
-                                     node.final_only, node.rank_type)
+                                     node.final_only, node.rank_type, append_only=not node.input.updating)
     else:
         fn = TopNFunction(list(node.order), node.rank_end, node.output_rank, node.names(), node.final_only)
     keyed = ds.key_by(lambda row, p=tuple(node.partition): tuple(row[i] for i in p))
