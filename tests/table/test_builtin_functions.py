@@ -228,3 +228,16 @@ def test_streaming_changelog_of_functions_equals_duckdb() -> None:
     want = duckdb_table({"t": (COLUMNS, ROWS)}, "SELECT upper(substring(s, 1, 1)), count(*), max(round(d)) FROM t "
                         "GROUP BY upper(substring(s, 1, 1))")
     assert got == want
+
+
+def test_cast_follows_flinks_rules() -> None:
+    """Java's narrowing: integers wrap, doubles truncate toward zero and saturate; strings parse strictly
+    (trimmed) and fail outside the type's range; DATE -> TIMESTAMP is midnight (Flink's cast rules)."""
+    got = _strom(["CAST(3000000000 AS INT)", "CAST(1e20 AS BIGINT)", "CAST(-1.7 AS INT)", "CAST(' 12 ' AS INT)",
+                  "CAST(DATE '2024-03-05' AS TIMESTAMP(3))", "CAST(TIMESTAMP '2024-03-05 14:07:09' AS DATE)",
+                  "CAST('TRUE' AS BOOLEAN)", "TRY_CAST('3000000000' AS INT)", "TRY_CAST('1.5' AS INT)"])[0][1:]
+    assert got == (3000000000 - 2**32, 2**63 - 1, -1, 12, datetime.datetime(2024, 3, 5), datetime.date(2024, 3, 5),
+                   True, None, None)
+    for bad in ("CAST('1.5' AS INT)", "CAST('yes' AS BOOLEAN)", "CAST('abc' AS DATE)"):
+        with pytest.raises(Exception, match="cannot cast"):
+            _strom([bad])

@@ -244,6 +244,10 @@ def test_local_time_zone_changes_ltz_display_and_wall_clock_functions() -> None:
     utc_now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
     assert abs(local - (utc_now + datetime.timedelta(hours=8))) < datetime.timedelta(minutes=1)
     assert abs(instant - utc_now) < datetime.timedelta(minutes=1)  # an instant; the zone changes only its display
+    assert _rows(t_env.execute_sql(
+        "SELECT CAST(TO_TIMESTAMP_LTZ(0, 3) AS TIMESTAMP(3)), "
+        "CAST(CAST(TIMESTAMP '1970-01-01 08:00:00' AS TIMESTAMP_LTZ(3)) AS STRING) FROM src WHERE id = 1"
+    )) == [(datetime.datetime(1970, 1, 1, 8), "1970-01-01 08:00:00.000")]  # the wall clock <-> instant, at +8
     t_env.get_config().set("table.local-time-zone", "GMT-03:30")
     assert _rows(t_env.execute_sql("SELECT FROM_UNIXTIME(0) FROM src WHERE id = 1")) == [("1969-12-31 20:30:00",)]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from strom.table.errors import NotSupportedYet, ValidationException
 from strom.table.expressions import Expression
-from strom.table.planner import builtin_functions, json_functions, temporal_functions
+from strom.table.planner import builtin_functions, json_functions, session_zone, temporal_functions
 from strom.table.planner.values import sql_string
 from strom.table.types import DataType, DataTypes, type_of_value, wider_numeric, wrap_integer
 
@@ -325,7 +325,9 @@ def _like(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, Data
     return f, DataTypes.BOOLEAN()
 
 
-def cast_value(v: Any, source: DataType, target: DataType, safe: bool, what: str) -> Any:
+def cast_value(v: Any, source: DataType, target: DataType, safe: bool, what: str,
+               zone: datetime.tzinfo | None = None) -> Any:
+    """CAST as Flink's rules; `zone`: the session zone TIMESTAMP <-> TIMESTAMP_LTZ casts read (compile time)."""
     if v is None:
         return None
     try:
@@ -333,11 +335,18 @@ def cast_value(v: Any, source: DataType, target: DataType, safe: bool, what: str
         if root == "STRING":
             return sql_string(v, source)
         if target.is_integral:
-            if isinstance(v, str):
-                return int(v.strip())
-            if isinstance(v, bool):
-                return int(v)
-            return int(v)  # doubles truncate toward zero, as Java's (int) cast
+            if isinstance(v, str):  # Java's parseInt/parseLong: out of the type's range is an error
+                n = int(v.strip())
+                if n != wrap_integer(n, root):
+                    raise ValueError(v)
+                return n
+            if isinstance(v, float):  # Java's d2i/d2l: toward zero, saturating (NaN -> 0), then narrowing
+                if math.isnan(v):
+                    return 0
+                wide = "BIGINT" if root == "BIGINT" else "INT"
+                limit = (1 << (63 if wide == "BIGINT" else 31))
+                return wrap_integer(max(-limit, min(limit - 1, int(v))), root)
+            return wrap_integer(int(v), root)  # Java's narrowing of integers wraps (two's complement)
         if root in ("DOUBLE", "FLOAT"):
             return float(v.strip()) if isinstance(v, str) else float(v)
         if root == "BOOLEAN":
@@ -349,14 +358,22 @@ def cast_value(v: Any, source: DataType, target: DataType, safe: bool, what: str
             return bool(v)
         if root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
             if isinstance(v, str):
-                return datetime.datetime.fromisoformat(v.strip())
+                parsed = datetime.datetime.fromisoformat(v.strip())
+                return session_zone.to_instant(parsed, zone) if root == "TIMESTAMP_LTZ" else parsed
             if isinstance(v, datetime.datetime):
+                if source.root == "TIMESTAMP" and root == "TIMESTAMP_LTZ":  # the wall clock in the session zone
+                    return session_zone.to_instant(v, zone)
+                if source.root == "TIMESTAMP_LTZ" and root == "TIMESTAMP":
+                    return session_zone.to_local(v, zone)
                 return v
+            if isinstance(v, datetime.date):  # DATE -> midnight
+                midnight = datetime.datetime(v.year, v.month, v.day)
+                return session_zone.to_instant(midnight, zone) if root == "TIMESTAMP_LTZ" else midnight
         if root == "DATE":
             if isinstance(v, str):
                 return datetime.date.fromisoformat(v.strip())
             if isinstance(v, datetime.datetime):
-                return v.date()
+                return (session_zone.to_local(v, zone) if source.root == "TIMESTAMP_LTZ" else v).date()
     except (ValueError, TypeError, OverflowError):
         if safe:
             return None
@@ -370,7 +387,7 @@ def _castable(source: DataType, target: DataType) -> bool:
     if target.is_numeric or target.root == "BOOLEAN":
         return source.is_numeric or source.root in ("STRING", "BOOLEAN")
     if target.root in ("TIMESTAMP", "TIMESTAMP_LTZ", "DATE"):
-        return source.root in ("STRING", "TIMESTAMP", "TIMESTAMP_LTZ")
+        return source.root in ("STRING", "TIMESTAMP", "TIMESTAMP_LTZ", "DATE")
     return False
 
 
@@ -381,7 +398,8 @@ def _cast(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, Data
     if not _castable(source, target):
         raise NotSupportedYet(f"CAST from {source.base()} to {target.base()} ({e.sql()})")
     what = e.sql()
-    return (lambda row: cast_value(a(row), source, target, safe, what)), DataType(
+    zone = session_zone.current()
+    return (lambda row: cast_value(a(row), source, target, safe, what, zone)), DataType(
         target.root, source.nullable or safe, target.precision
     )
 
