@@ -37,10 +37,14 @@ QUERIES = [
 ]
 
 
-def _changelog(sql: str, columnar: bool, rows=ROWS, streaming=True) -> list:
+def _changelog(sql: str, columnar: bool, rows=ROWS, streaming=True, mini_batch=False) -> list:
     env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode() if streaming
                                   else EnvironmentSettings.in_batch_mode())
     env.get_config().set("table.exec.columnar.enabled", "true" if columnar else "false")
+    if mini_batch:  # the columnar Calc then gathers rows across input batches (flushed at the end of input)
+        env.get_config().set("table.exec.mini-batch.enabled", "true")
+        env.get_config().set("table.exec.mini-batch.size", "4")
+        env.get_config().set("table.exec.mini-batch.allow-latency", "1 s")
     env.create_temporary_view("T", env.from_elements(rows, TYPES))
     return [(r.get_row_kind(), tuple(r)) for r in env.sql_query(sql).execute().collect()]
 
@@ -57,6 +61,7 @@ def test_columnar_and_row_paths_give_the_same_changelog_and_duckdbs_table(sql):
     assert _columnar_plan(sql) is not None, "the query should run columnar"
     on, off = _changelog(sql, True), _changelog(sql, False)
     assert on == off
+    assert _changelog(sql, True, mini_batch=True, streaming=False) == _changelog(sql, False, streaming=False)
     duck_sql = sql.replace("CHAR_LENGTH", "LENGTH")
     expected = duckdb_table({"T": (COLUMNS, ROWS)}, duck_sql)
     assert Counter(normalize(v) for _, v in on) == expected

@@ -12,7 +12,12 @@ kernels agree with the row path value for value, NULLs included:
 Anything else (division, casts, UPPER — Arrow's case mapping differs from Java's for 'ß' —, UDFs,
 temporal functions) returns None from `compile_columnar`, and the Calc stays on the row path.
 A column the select list passes through unchanged is copied from the rows, never converted.
-Switch: `table.exec.columnar.enabled` (strom.common.config_options).
+Switch: `table.exec.columnar.enabled` (strom.common.config_options). Arrow pays per call, so the kernels win
+only over batches of about a thousand rows (benchmarks/columnar_calc.py); a runtime batch holds one network
+buffer's worth (~100 rows of five columns). With Flink's mini-batch options (table.exec.mini-batch.enabled,
+.size, .allow-latency: performance only, as in Flink) the Calc gathers up to .size rows for at most
+.allow-latency, still flushed before every watermark and checkpoint barrier; without them it computes each
+input batch as it comes.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from strom.common.config_options import TABLE_MINI_BATCH_ENABLED, TABLE_MINI_BATCH_LATENCY, TABLE_MINI_BATCH_SIZE
+from strom.common.configuration import Configuration
 from strom.table.expressions import Expression
 from strom.table.planner.plan import Columns
 from strom.table.planner.rows import make_row
@@ -178,3 +185,12 @@ def compile_columnar(columns: Columns, projections: list[Expression], condition:
     if cond is None and all(k is None for _, k in projs):
         return None
     return ColumnarCalc(list(columns), projs, cond, sorted(c.used), names)
+
+
+def columnar_bundle(config: Configuration) -> dict[str, int]:
+    """The bundled-map operator's bounds: Flink's mini-batch size and latency when mini-batch is on and both are
+    set, else each input batch alone (size 1 flushes every batch at once)."""
+    size, latency = config.get(TABLE_MINI_BATCH_SIZE), config.get(TABLE_MINI_BATCH_LATENCY)
+    if config.get(TABLE_MINI_BATCH_ENABLED) and size > 0 and latency > 0:
+        return {"bundle_size": size, "bundle_time_ms": int(latency)}
+    return {"bundle_size": 1, "bundle_time_ms": 0}

@@ -16,7 +16,7 @@ from strom.datastream.functions import ProcessFunction
 from strom.graph.transformations import OperatorDescriptor
 from strom.table.errors import NotSupportedYet
 from strom.table.planner import calc_codegen
-from strom.table.planner.columnar_calc import compile_columnar
+from strom.table.planner.columnar_calc import columnar_bundle, compile_columnar
 from strom.table.planner.correlate import CorrelateFunction
 from strom.table.planner.event_time import (
     RowtimeExtractor,
@@ -172,10 +172,11 @@ def _calc(node: CalcNode, ds: DataStream) -> DataStream:
     source = ds
     if has_pandas_call(node.condition) or any(has_pandas_call(p) for p in node.projections):
         return _same_parallelism(pandas_calc_stream(node, ds), source)
-    if ds.get_execution_environment().get_configuration().get(TABLE_COLUMNAR_ENABLED):
+    config = ds.get_execution_environment().get_configuration()
+    if config.get(TABLE_COLUMNAR_ENABLED):
         columnar = compile_columnar(columns, list(node.projections), node.condition, node.names())
         if columnar is not None:  # every expression has an Arrow kernel with Flink's semantics
-            op = OperatorDescriptor("bundled_map", columnar, params={"bundle_size": 1, "bundle_time_ms": 0})
+            op = OperatorDescriptor("bundled_map", columnar, params=columnar_bundle(config))
             out = DataStream(ds._env, ds._one_input("Calc[columnar]", op, None))
             return _same_parallelism(out.name("Calc[columnar]").uid(node.uid("calc")), source)
     if node.condition is not None:
