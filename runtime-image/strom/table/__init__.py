@@ -10,8 +10,10 @@ deduplication and ORDER BY/LIMIT, regular joins (planner/join.py, streaming_join
 and outer, planner/interval_join.py), window joins, temporal joins (FOR SYSTEM_TIME AS OF), Python UDFs
 (udf.py: scalar, table functions in LATERAL TABLE / join_lateral via planner/correlate.py, aggregate
 functions in GROUP BY and windows, table aggregate functions in flat_aggregate), all compiled onto
-DataStream operators. Everything else raises
-"not supported yet: ...".
+DataStream operators; Flink's built-in string/math/conditional/temporal/JSON functions
+(planner/builtin_functions.py, temporal_functions.py, json_functions.py); session statements (SET/RESET,
+USE, SHOW, ALTER TABLE, CREATE TABLE .. LIKE: sql_session.py), statement sets (statement_set.py) and
+TableDescriptor (table_descriptor.py). Everything else raises "not supported yet: ...".
 """
 
 from strom.common.row import Row, RowKind
