@@ -55,3 +55,26 @@ def test_window_rank_equals_duckdb(query: str, source: str, reference: str) -> N
 def test_window_top_n_is_planned_as_a_window_rank() -> None:
     text = list(_t_env().execute_sql("EXPLAIN " + CASES[0][0].format(src=AGG)).collect())[0][0]
     assert "WindowRank(rankType=[ROW_NUMBER]" in text
+
+
+@pytest.mark.parametrize(("direction", "kept"), [("DESC", "second"), ("ASC", "first")])
+def test_window_deduplication_ties_keep_first_or_last_arrival(direction: str, kept: str) -> None:
+    """Two rows with the same rowtime in one window: keep-last (DESC) keeps the later arrival, keep-first
+    (ASC) the earlier, as Flink's deduplication compares rowtimes (>= replaces for keep-last)."""
+    from strom.common.typeinfo import Types
+    from strom.datastream import StreamExecutionEnvironment
+    from strom.table import Schema, StreamTableEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    t_env = StreamTableEnvironment.create(env)
+    rows = [("first", 1000), ("second", 1000), ("later", 12000)]
+    ds = env.from_collection(rows, type_info=Types.ROW_NAMED(["name", "ms"], [Types.STRING(), Types.LONG()]))
+    schema = (Schema.new_builder().column_by_expression("ts", "TO_TIMESTAMP_LTZ(ms, 3)")
+              .watermark("ts", "ts - INTERVAL '1' SECOND").build())
+    t_env.create_temporary_view("t", t_env.from_data_stream(ds.set_parallelism(1), schema))
+    sql = (f"SELECT name FROM (SELECT name, window_start, window_end, ROW_NUMBER() OVER (PARTITION BY window_start, "
+           f"window_end ORDER BY ts {direction}) AS rn FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '10' "
+           f"SECOND))) WHERE rn = 1")
+    with t_env.execute_sql(sql).collect() as it:
+        got = sorted(r[0] for r in it)
+    assert got == sorted([kept, "later"])

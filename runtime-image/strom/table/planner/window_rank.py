@@ -3,8 +3,8 @@ DENSE_RANK() Top-N whose PARTITION BY holds window_start and window_end, over a 
 aggregation (insert-only). Rows of a window wait in state; when the watermark passes the window's end the
 window's top rows are emitted once, +I with their rank numbers, and its state is dropped — insert-only, no
 retractions. A row that arrives for a window whose end is at or behind the watermark is late and dropped.
-Deduplication (rn = 1 ordered by the time attribute, ASC keeps the first row, DESC the last) is the same
-operator with N = 1.
+Deduplication (rn = 1 ordered by the time attribute, ASC keeps the first row, DESC the last; on equal
+times the first row for ASC, the last for DESC, as Flink's deduplication) is the same operator with N = 1.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ class WindowRankNode(RankNode):
     """A Rank over windows: insert-only, one emission per window when the watermark passes its end."""
 
     window_end: int = 0  # input column index of window_end
+    keep_last: bool = False  # window deduplication keeping the last row: a later row of equal rowtime wins
 
     @property
     def updating(self) -> bool:
@@ -59,7 +60,7 @@ class WindowRankNode(RankNode):
 def window_rank(rank: RankNode, window_end: int) -> WindowRankNode:
     return WindowRankNode(rank.columns, input=rank.input, partition=rank.partition, order=rank.order,
                           rank_end=rank.rank_end, output_rank=rank.output_rank, final_only=rank.final_only,
-                          rank_type=rank.rank_type, window_end=window_end)
+                          rank_type=rank.rank_type, window_end=window_end, keep_last=rank.deduplicate == "last")
 
 
 class WindowRankFunction(KeyedProcessFunction):
@@ -69,6 +70,8 @@ class WindowRankFunction(KeyedProcessFunction):
         self.rank_type = node.rank_type
         self.output_rank = node.output_rank
         self.window_end = node.window_end
+        # ties: a new row goes after the equal ones (the first stays on top), except for keep-last deduplication
+        self.insert_at = bisect.bisect_left if node.keep_last else bisect.bisect_right
         self.names = tuple(node.names())
 
     def open(self, runtime_context: Any) -> None:
@@ -84,7 +87,7 @@ class WindowRankFunction(KeyedProcessFunction):
         stored = self.state.value()
         keys, rows = stored if stored is not None else ([], [])
         key = self.sort_key(value)
-        pos = bisect.bisect_right(keys, key)
+        pos = self.insert_at(keys, key)
         if self.rank_type == "ROW_NUMBER" and self.rank_end is not None and pos >= self.rank_end:
             return iter(())  # below the top N of this window: never emitted
         keys.insert(pos, key)
