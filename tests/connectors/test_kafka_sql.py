@@ -244,3 +244,30 @@ def test_an_idle_partition_does_not_hold_back_windows_with_scan_watermark_idle_t
     reader.join(60)
     it.close()  # cancels the unbounded job
     assert sorted((r[0].second, r[1]) for r in rows) == [(0, 5), (5, 5)]
+
+
+def test_key_fields_prefix_keeps_key_and_value_columns_of_one_name_apart(kafka):
+    """Flink's key.fields-prefix: the table's `k_id` is the key format's field `id`; the value has its own `id`."""
+    topic = kafka.new_topic(1, "prefix")
+    rows = [(f"key-{i}", i, i * 10) for i in range(20)]
+    t_env = table_env(parallelism=1)
+    t_env.create_temporary_view("rows_v", t_env.from_elements(rows, ["k_id", "id", "n"]))
+    create(t_env, "t (k_id STRING, id INT, n INT)", kafka_options(kafka, topic, **{
+        "key.format": "json", "key.fields": "k_id", "key.fields-prefix": "k_", "value.format": "json",
+        "value.fields-include": "EXCEPT_KEY", "scan.startup.mode": "earliest-offset",
+        "scan.bounded.mode": "latest-offset"}))
+    t_env.execute_sql("INSERT INTO t SELECT * FROM rows_v").wait(120_000)
+    messages = consume_all(kafka.bootstrap, topic, 1)
+    assert sorted((m.key().decode(), m.value().decode()) for m in messages) == sorted(
+        (json.dumps({"id": k}, separators=(",", ":")), json.dumps({"id": i, "n": n}, separators=(",", ":")))
+        for k, i, n in rows)
+    with t_env.execute_sql("SELECT * FROM t").collect() as it:
+        assert Counter(tuple(r) for r in it) == Counter(rows)
+
+
+def test_key_fields_prefix_needs_except_key():
+    t_env = table_env(parallelism=1)
+    with pytest.raises(ValidationException, match="'key.fields-prefix' needs 'value.fields-include' = 'EXCEPT_KEY'"):
+        create(t_env, "bad (k_id STRING, n INT)", {
+            "connector": "kafka", "topic": "t", "properties.bootstrap.servers": "localhost:9092",
+            "key.format": "json", "key.fields": "k_id", "key.fields-prefix": "k_", "value.format": "json"})

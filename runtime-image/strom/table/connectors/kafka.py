@@ -3,7 +3,7 @@ DataStream KafkaSource / KafkaSink. upsert_kafka.py reuses the layout and the re
 
     topic ('a;b' for several) | topic-pattern     the sink writes one topic
     properties.bootstrap.servers (required), properties.group.id, properties.*   passed to the clients
-    format | value.format, key.format, key.fields ('a;b'), value.fields-include ALL | EXCEPT_KEY
+    format | value.format, key.format, key.fields ('a;b'), key.fields-prefix, value.fields-include ALL | EXCEPT_KEY
     scan.startup.mode earliest-offset | latest-offset | group-offsets | timestamp | specific-offsets
         (scan.startup.timestamp-millis, scan.startup.specific-offsets 'partition:0,offset:42;partition:1,offset:7')
     scan.bounded.mode unbounded | latest-offset | group-offsets | timestamp | specific-offsets (the source ends there)
@@ -49,10 +49,15 @@ class Layout:
     value_format: str
     key_options: dict[str, str]
     value_options: dict[str, str]
+    key_prefix: str = ""  # key.fields-prefix: table columns carry it, the key format's fields do not
 
     def columns(self, ctx: TableContext, fields: list[str]) -> list[tuple[str, Any]]:
         types = dict(ctx.columns)
         return [(n, types[n]) for n in fields]
+
+    def key_columns(self, ctx: TableContext) -> list[tuple[str, Any]]:
+        """The key format's fields: the key columns without `key.fields-prefix`."""
+        return [(n[len(self.key_prefix):], t) for n, t in self.columns(ctx, self.key_fields)]
 
 
 def layout(ctx: TableContext, key_fields: list[str], *, default_include: str = "ALL") -> Layout:
@@ -74,18 +79,25 @@ def layout(ctx: TableContext, key_fields: list[str], *, default_include: str = "
     include = options.get("value.fields-include", default_include).upper()
     if include not in ("ALL", "EXCEPT_KEY"):
         raise ctx.error(f"'value.fields-include' must be ALL or EXCEPT_KEY, got {options['value.fields-include']!r}")
+    prefix = options.get("key.fields-prefix", "")
+    if prefix:
+        if include != "EXCEPT_KEY":
+            raise ctx.error("'key.fields-prefix' needs 'value.fields-include' = 'EXCEPT_KEY' (as in Flink)")
+        unprefixed = [k for k in key_fields if not k.startswith(prefix) or k == prefix]
+        if unprefixed:
+            raise ctx.error(f"key field {unprefixed[0]!r} does not start with 'key.fields-prefix' {prefix!r}")
     value_fields = [n for n in ctx.column_names() if include == "ALL" or n not in key_fields]
     if not value_fields:
         raise ctx.error("the value carries no column ('value.fields-include' = 'EXCEPT_KEY' and every column is a "
                         "key field)")
     out = Layout(ctx.column_names(), list(key_fields), value_fields, key_format, value_format,
                  format_options(options, key_format, "key.") if key_format else {},
-                 format_options(options, value_format, value_prefix))
+                 format_options(options, value_format, value_prefix), prefix)
     types = dict(ctx.columns)
     format_factory(ctx.name, value_format).validate(ctx.name, [(n, types[n]) for n in value_fields],
                                                     out.value_options)
     if key_format is not None:
-        format_factory(ctx.name, key_format).validate(ctx.name, [(n, types[n]) for n in key_fields], out.key_options)
+        format_factory(ctx.name, key_format).validate(ctx.name, out.key_columns(ctx), out.key_options)
     return out
 
 
@@ -112,7 +124,7 @@ class RowRecordDeserializer:
             ctx.name, lay.columns(ctx, lay.value_fields), lay.value_options)
         self.value_pos = [lay.names.index(n) for n in lay.value_fields]
         self.key_decoder = None if lay.key_format is None else format_factory(ctx.name, lay.key_format).decoder(
-            ctx.name, lay.columns(ctx, lay.key_fields), lay.key_options)
+            ctx.name, lay.key_columns(ctx), lay.key_options)
         self.key_pos = [lay.names.index(n) for n in lay.key_fields]
         self.upsert = upsert
 
@@ -149,9 +161,9 @@ class RowRecordSerializer:
         self.value_pos = [lay.names.index(n) for n in lay.value_fields]
         self.value_names = tuple(lay.value_fields)
         self.key_encoder = None if lay.key_format is None else format_factory(ctx.name, lay.key_format).encoder(
-            ctx.name, lay.columns(ctx, lay.key_fields), lay.key_options)
+            ctx.name, lay.key_columns(ctx), lay.key_options)
         self.key_pos = [lay.names.index(n) for n in lay.key_fields]
-        self.key_names = tuple(lay.key_fields)
+        self.key_names = tuple(n for n, _ in lay.key_columns(ctx))
         self.upsert = upsert
 
     def serialize(self, element: Any) -> tuple[str, bytes | None, bytes | None, int | None]:  # hot path
