@@ -6,8 +6,9 @@ per node; the generated function evaluates the whole chain inline. Semantics are
 NULL in -> NULL out, three-valued AND/OR with the same short-circuit order, a filter passes only on TRUE.
 Each expression is first compiled by the interpreter (which validates it and gives its type); node kinds
 the generator does not inline call the interpreter's closure for that sub-expression, passed in as a
-constant. Generated text holds only column indexes, operator symbols and repr() of int/str/bool literals;
-every other value (floats, types, closures) is a named constant, never user text.
+constant (CAST among them: its rules and session zone stay the interpreter's). Generated text holds only
+column indexes, operator symbols and the literals None/True/False; every other value (numbers, strings, types,
+closures) is a named constant, never user text.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from strom.common.row import Row, make_row
 from strom.datastream.functions import FlatMapFunction, MapFunction
 from strom.table.expressions import Expression
 from strom.table.planner.plan import CalcNode
-from strom.table.planner.scalar import Columns, cast_value, column_index, compile_scalar
+from strom.table.planner.scalar import Columns, column_index, compile_scalar
 from strom.table.types import DataType, wider_numeric, wrap_integer
 
 ENABLED = True  # the benchmark flips it to measure the interpreter in the same process
@@ -121,10 +122,6 @@ class _Level:
                 i = self.type_of(e.args[0]).field_names().index(i)
             x = g.tmp()
             return f"(None if ({x} := {self.expr(e.args[0])}) is None else {x}[{int(i)}])"
-        if name == "cast":
-            source, target = self.type_of(e.args[0]), e.data_type
-            return (f"{g.const(cast_value)}({self.expr(e.args[0])}, {g.const(source)}, {g.const(target)}, "
-                    f"{bool(e.value)!r}, {g.const(e.sql())})")
         return self.fallback(e)
 
 
