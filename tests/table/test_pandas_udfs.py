@@ -11,9 +11,9 @@ from strom.common.row import Row
 from strom.graph.transformations import OperatorDescriptor
 from strom.runtime.operators.base import Output
 from strom.runtime.operators.bundled_map import BundledMapOperator
-from strom.table import DataTypes, EnvironmentSettings, TableEnvironment
+from strom.table import DataTypes, EnvironmentSettings, TableEnvironment, TableException, ValidationException
 from strom.table.expressions import col
-from strom.table.udf import udf
+from strom.table.udf import udaf, udf
 
 ROWS = [(1, 2.5, "a"), (3, None, "bb"), (None, 4.0, None), (7, 0.5, "dddd"), (2, 1.0, "")]
 SERIES_LENGTHS: list[int] = []  # module global: shared by the task's copy of the function
@@ -143,3 +143,50 @@ def test_a_bundle_is_flushed_before_a_checkpoint_barrier_and_at_end_of_input():
     assert out.events[-1] == ("rows", [8], None)
     op.finish()
     assert len(out.events) == 2  # nothing left to emit twice
+
+
+# -- pandas aggregate functions ----------------------------------------------------------------------
+GROUPS = [("a", 1), ("a", 3), ("b", None), ("b", 4), ("a", 8), ("c", None)]
+
+
+def _mean_per_group(rows):
+    """Plain Python: the mean of each key's non-NULL values (NaN skipped as pandas' mean does); None if none."""
+    out = {}
+    for k, _ in rows:
+        vs = [v for kk, v in rows if kk == k and v is not None]
+        out[k] = sum(vs) / len(vs) if vs else None
+    return sorted(out.items(), key=repr)
+
+
+def test_a_pandas_udaf_in_a_batch_group_by_is_the_function_over_each_groups_series():
+    env = TableEnvironment.create(EnvironmentSettings.in_batch_mode())
+    env.create_temporary_function("pmean", udaf(lambda v: v.mean(), result_type=DataTypes.DOUBLE(),
+                                                func_type="pandas"))
+    env.create_temporary_view("G", env.from_elements(GROUPS, ["k", "v"]))
+    got = sorted((tuple(r) for r in env.sql_query("SELECT k, pmean(v) FROM G GROUP BY k").execute().collect()),
+                 key=repr)
+    assert got == _mean_per_group(GROUPS)
+
+
+def test_a_pandas_udaf_in_a_streaming_group_by_is_refused_as_flink_does():
+    env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+    env.create_temporary_function("pmean", udaf(lambda v: v.mean(), result_type=DataTypes.DOUBLE(),
+                                                func_type="pandas"))
+    env.create_temporary_view("G", env.from_elements(GROUPS, ["k", "v"]))
+    with pytest.raises(TableException, match="Pandas UDAFs are not supported in streaming mode currently"):
+        env.sql_query("SELECT k, pmean(v) FROM G GROUP BY k")
+    with pytest.raises(ValidationException, match="callable over pandas.Series with a result_type"):
+        udaf(lambda v: v.mean(), func_type="pandas")
+
+
+def test_a_pandas_udaf_in_a_streaming_window_aggregation_matches_duckdb():
+    from .test_windows_vs_duckdb import _ON_TIME, _TUMBLE, _duckdb, _final_rows, _t_env
+
+    t_env = _t_env()
+    t_env.create_temporary_function("psum", udaf(lambda v: v.sum(), result_type=DataTypes.INT(),
+                                                 func_type="pandas"))
+    got = _final_rows(t_env.execute_sql(
+        "SELECT item, window_start, window_end, psum(price) FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), "
+        "INTERVAL '10' SECOND)) GROUP BY item, window_start, window_end"))
+    assert got == _duckdb(f"SELECT item, ws, we, SUM(price) FROM bids, {_TUMBLE} WHERE {_ON_TIME} "
+                          "GROUP BY item, ws, we")

@@ -180,7 +180,7 @@ def test_refusals():
     with pytest.raises(ValidationException, match="result_type is required"):
         udf(lambda x: x)
     with pytest.raises(NotSupportedYet, match="pandas"):
-        udaf(WeightedSum(), result_type=DataTypes.BIGINT(), func_type="pandas")
+        udtf(lambda s: [s], result_types=[DataTypes.STRING()], func_type="pandas")
     with pytest.raises(ValidationException, match="func_type must be 'general' or 'pandas'"):
         udf(lambda x: x, result_type=DataTypes.INT(), func_type="arrow")
     with pytest.raises(ValidationException, match="returns 2 columns, got 1 names"):

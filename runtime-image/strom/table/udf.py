@@ -192,6 +192,35 @@ class UserDefinedFunctionWrapper:
         return f"<{self._kind} function {self._name}>"
 
 
+class _PandasAggregate(AggregateFunction):
+    """A pandas UDAF as an aggregate function: the accumulator keeps the group's argument tuples (PyFlink's
+    pandas UDAFs also buffer the group's rows), get_value calls the function with one Series per argument.
+    Retract removes one equal tuple, so it may also run where rows are withdrawn (a window's late updates)."""
+
+    def __init__(self, f: Callable[..., Any], name: str) -> None:
+        self.f = f
+        self.name = name
+
+    def create_accumulator(self) -> list[tuple[Any, ...]]:
+        return []
+
+    def accumulate(self, accumulator: list[tuple[Any, ...]], *args: Any) -> None:
+        accumulator.append(args)
+
+    def retract(self, accumulator: list[tuple[Any, ...]], *args: Any) -> None:
+        accumulator.remove(args)
+
+    def get_value(self, accumulator: list[tuple[Any, ...]]) -> Any:
+        import pandas as pd
+
+        width = len(accumulator[0]) if accumulator else 0
+        series = [pd.Series([row[i] for row in accumulator]) for i in range(width)]
+        v = self.f(*series)
+        if v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and v != v):
+            return None
+        return v.item() if hasattr(v, "item") else v
+
+
 class _PandasPerRow(ScalarFunction):
     """A pandas UDF called for one row: one-element Series in, the first element out (NaN is NULL)."""
 
@@ -249,9 +278,9 @@ def _refuse_pandas(func_type: str, kind: str) -> None:
         return
     if func_type != "pandas":
         raise ValidationException(f"{kind}: func_type must be 'general' or 'pandas', got {func_type!r}")
-    if kind == "udf":
-        return  # vectorized scalar functions run (planner/pandas_calc.py)
-    raise NotSupportedYet(f"{kind}(func_type='pandas') (vectorized Python aggregate/table functions); use "
+    if kind in ("udf", "udaf"):
+        return  # vectorized scalar (planner/pandas_calc.py) and aggregate (_PandasAggregate) functions run
+    raise NotSupportedYet(f"{kind}(func_type='pandas') (vectorized Python table functions); use "
                           "func_type='general'")
 
 
@@ -293,11 +322,18 @@ def udtf(f: Any = None, input_types: Any = None, result_types: Any = None, deter
 
 def udaf(f: Any = None, input_types: Any = None, result_type: Any = None, accumulator_type: Any = None,
          deterministic: bool | None = None, name: str | None = None, func_type: str = "general") -> Any:
-    """An aggregate function: `udaf(MyAggregateFunction(), result_type=DataTypes.BIGINT())`."""
+    """An aggregate function: `udaf(MyAggregateFunction(), result_type=DataTypes.BIGINT())`; with
+    func_type='pandas' a callable over one pandas.Series per argument returning one value (vectorized)."""
     _refuse_pandas(func_type, "udaf")
     if f is None:
         return lambda g: udaf(g, input_types, result_type, accumulator_type, deterministic, name, func_type)
     label = f"udaf {_name_of(f, name)!r}"
+    if func_type == "pandas":
+        if result_type is None or not callable(f) or isinstance(f, AggregateFunction):
+            raise ValidationException(f"{label}: a pandas aggregate function is a callable over pandas.Series with a "
+                                      "result_type (udaf(lambda v: v.mean(), result_type=..., func_type='pandas'))")
+        return UserDefinedFunctionWrapper(_PandasAggregate(f, _name_of(f, name)), "aggregate", _name_of(f, name),
+                                          [_data_type(result_type, label)], func_type="pandas")
     if not isinstance(f, AggregateFunction):
         raise ValidationException(f"{label}: expected an AggregateFunction instance (create_accumulator, "
                                   "accumulate, get_value)")

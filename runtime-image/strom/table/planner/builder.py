@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from strom.table.errors import NotSupportedYet, ValidationException
+from strom.table.errors import NotSupportedYet, TableException, ValidationException
 from strom.table.expressions import AGGREGATES, Expression, col
 from strom.table.planner.plan import (
     AggCall,
@@ -120,6 +120,10 @@ def aggregate(
     unnamed: str = "EXPR$",
 ) -> PlanNode:
     def node(pre: CalcNode, agg_columns: Columns, agg_calls: list[AggCall]) -> PlanNode:
+        pandas = [c for c in agg_calls if c.udaf is not None and getattr(c.udaf, "func_type", "") == "pandas"]
+        if pandas and not final_only:  # Flink's words: pandas UDAFs run in batch and in window aggregations only
+            raise TableException(f"Pandas UDAFs are not supported in streaming mode currently ({pandas[0].text}: "
+                                 "use a window aggregation, or batch mode)")
         return GroupAggregateNode(agg_columns, input=pre, keys=list(range(len(group_exprs))), aggs=agg_calls,
                                   final_only=final_only)
 
