@@ -34,4 +34,7 @@ Translation and the functions it runs:
     rank.py           Top-N (insert-only input) and deduplication functions
     retract_rank.py   retract Top-N (updating input) and RANK/DENSE_RANK: the partition kept sorted
     event_time.py     SQL watermarks, window assigners of the TVFs, window aggregation functions
+    pandas_calc.py    a Calc calling pandas UDFs: bundled rows, each pandas call once per Arrow batch
+    columnar_calc.py  table.exec.columnar.enabled: projection/filter per batch with pyarrow.compute kernels
+                      (both run on the runtime's bundled_map operator: flushed before watermarks and barriers)
 """
