@@ -67,6 +67,8 @@ async def api_problem(timeout_s: float) -> str | None:
         info = await asyncio.to_thread(obtain_credentials, settings=kopf.OperatorSettings(), logger=quiet)
     except kopf.LoginError as e:
         return f"{e}: set KUBECONFIG (or ~/.kube/config) or run in a pod with a service account"
+    except OSError as e:  # KUBECONFIG naming a file that is not there (or not readable): kopf lets it through
+        return f"cannot read the kubeconfig {e.filename}: {e.strerror}: check KUBECONFIG (or ~/.kube/config)"
     api = KubeApi.from_connection_info(info)
     deadline = time.monotonic() + timeout_s
     try:

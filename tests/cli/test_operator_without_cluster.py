@@ -56,3 +56,13 @@ def test_an_unreachable_api_server_ends_the_operator_after_the_startup_timeout_w
                                f"within {STARTUP_TIMEOUT_S:g} s"), lines[0]
     assert "KUBECONFIG" in lines[0]
     assert STARTUP_TIMEOUT_S <= took < STARTUP_TIMEOUT_S + STARTUP_SLACK_S
+
+
+def test_a_kubeconfig_file_that_is_not_there_is_named_in_one_line(tmp_path):
+    missing = tmp_path / "no-such-kubeconfig"
+    result, _ = _operator(dict(_without_cluster(tmp_path), KUBECONFIG=str(missing)), "--namespace", "default")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"strom-operator: error: cannot read the kubeconfig {missing}: No such file or directory: "
+        "check KUBECONFIG (or ~/.kube/config)"
+    ], result.stderr
