@@ -6,9 +6,10 @@ ChangelogNormalize turns that into a proper changelog with keyed state holding e
 the first row of a key is +I, a different later one -U(previous) +U(new), an identical one nothing, a
 tombstone -D(previous) (nothing for a key never seen). The topic is always read from the earliest offset.
 
-Writing: +I/+U are records under the key, -D a tombstone (-U never reaches the sink: the planner drops it
-for an upsert sink); rows are keyed by the primary key before the sink so that one subtask writes a key's
-changes in order, and one partition (the key's hash) keeps them.
+Writing: +I/+U are records under the key, -D a tombstone, and so is a -U (the planner drops -U before an
+upsert sink except after a filtering Calc, where it is the only sign the key's row is gone); rows are keyed by
+the primary key before the sink so that one subtask writes a key's changes in order, and one partition
+(the key's hash) keeps them.
 
 Options: kafka.py's, without scan.startup.*; `key.format` and `value.format` are required, `key.fields`
 is the primary key; `value.fields-include` ALL (default) or EXCEPT_KEY.

@@ -3,7 +3,11 @@
 * A sink that consumes inserts only (INSERT_ONLY) refuses an updating query with Flink's message
   ("Table sink '...' doesn't support consuming update changes which is produced by node ...").
 * An upsert sink (UPSERT: the table has a PRIMARY KEY and the connector writes by key) receives +I, +U
-  and -D; -U rows are dropped, since the +U that follows overwrites the key.
+  and -D; -U rows are dropped, since the +U that follows overwrites the key — unless a Calc with a
+  condition sits between the updating node and the sink: the condition may drop the +U (a group that
+  stops meeting a HAVING) and then only the -U says the key's row is gone, so Flink keeps it (FLINK-9528;
+  FlinkChangelogModeInferenceProgram requires UPDATE_BEFORE from a filtering Calc) and the sink deletes
+  the key on it.
 * When the query's upsert key is not contained in the sink's primary key (or the query has none), rows
   of one sink key may come from several query keys, so a -D or +U of one would overwrite another's row:
   Flink then puts a SinkUpsertMaterializer before the sink (`table.exec.sink.upsert-materialize` =
@@ -86,9 +90,20 @@ def plan_sink_changelog(node: PlanNode, *, sink_name: str, mode: SinkMode, sink_
     if strategy == "FORCE":
         return SinkChangelogPlan(True, pk)
     if strategy == "NONE" or not node.updating:
-        return SinkChangelogPlan(True, None)
+        return SinkChangelogPlan(not _filters_updates(node), None)
     covered = any(key <= set(pk) for key in upsert_keys(node))
-    return SinkChangelogPlan(True, None if covered else pk)
+    if covered:
+        return SinkChangelogPlan(not _filters_updates(node), None)
+    return SinkChangelogPlan(True, pk)  # the materializer turns -U into +U/-D itself
+
+
+def _filters_updates(node: PlanNode) -> bool:
+    """A Calc with a condition between the sink and the node producing the updates."""
+    while isinstance(node, CalcNode) and node.input is not None and node.updating:
+        if node.condition is not None:
+            return True
+        node = node.input
+    return False
 
 
 def _updating_node(node: PlanNode) -> PlanNode:
