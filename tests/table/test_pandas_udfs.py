@@ -133,6 +133,29 @@ def test_a_bundle_is_flushed_at_its_size_and_before_a_watermark_is_forwarded():
     assert fn.bundles == [4, 1]
 
 
+def test_a_bundle_is_flushed_once_bundle_time_has_passed():
+    from types import SimpleNamespace
+
+    from strom.runtime.tasks.processing_time import ProcessingTimeService
+
+    now = [1_000]
+    service = ProcessingTimeService(clock=lambda: now[0])
+    fn = _Double()
+    op = BundledMapOperator(OperatorDescriptor("bundled_map", fn, {"bundle_size": 100, "bundle_time_ms": 50}))
+    out = _Recording()
+    op.output = out
+    op.ctx = SimpleNamespace(processing_time_service=service, operator_name="Calc[pandas]")
+    op.open()
+    op.process_batch([1], None, None)
+    op.process_batch([2], None, None)
+    now[0] = 1_049
+    service.run_due()
+    assert out.events == []  # 49 ms: still within bundle.time
+    now[0] = 1_050
+    service.run_due()
+    assert out.events == [("rows", [2, 4], None)] and fn.bundles == [2]
+
+
 def test_a_bundle_is_flushed_before_a_checkpoint_barrier_and_at_end_of_input():
     op, out, _ = _operator(size=100)
     op.process_batch([Row(1)[0]], None, None)
