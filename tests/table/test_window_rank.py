@@ -78,3 +78,17 @@ def test_window_deduplication_ties_keep_first_or_last_arrival(direction: str, ke
     with t_env.execute_sql(sql).collect() as it:
         got = sorted(r[0] for r in it)
     assert got == sorted([kept, "later"])
+
+
+def test_window_rank_and_join_over_processing_time_windows_are_refused() -> None:
+    from strom.table.errors import NotSupportedYet
+
+    t_env = _t_env()
+    t_env.execute_sql("CREATE TABLE p (k INT, pt AS PROCTIME()) WITH ('connector' = 'datagen', 'number-of-rows' = '3')")
+    tvf = "(SELECT * FROM TABLE(TUMBLE(TABLE p, DESCRIPTOR(pt), INTERVAL '10' SECOND)))"
+    with pytest.raises(NotSupportedYet, match="processing-time windows"):
+        t_env.sql_query(f"SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end "
+                        f"ORDER BY k) AS rn FROM {tvf}) WHERE rn <= 1")
+    with pytest.raises(NotSupportedYet, match="processing-time windows"):
+        t_env.sql_query(f"SELECT a.k FROM {tvf} a JOIN {tvf} b ON a.k = b.k AND a.window_start = b.window_start "
+                        "AND a.window_end = b.window_end")

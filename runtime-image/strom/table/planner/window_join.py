@@ -73,6 +73,10 @@ class WindowJoinNode(PlanNode):
 
 def window_join(columns: Columns, left: PlanNode, right: PlanNode, kind: str, left_keys: list[int],
                 right_keys: list[int], condition: Expression | None, ends: tuple[int, int]) -> WindowJoinNode:
+    from strom.table.planner.window_rank import refuse_processing_time
+
+    refuse_processing_time(left, "window join")
+    refuse_processing_time(right, "window join")
     return WindowJoinNode(columns, left=left, right=right, kind=kind, left_keys=left_keys, right_keys=right_keys,
                           condition=condition, left_end=ends[0], right_end=ends[1])
 

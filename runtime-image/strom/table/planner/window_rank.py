@@ -18,11 +18,25 @@ from strom.common.row import RowKind
 from strom.common.typeinfo import Types
 from strom.datastream.functions import KeyedProcessFunction
 from strom.datastream.state import ValueStateDescriptor
+from strom.table.errors import NotSupportedYet
 from strom.table.planner.event_time import to_millis
-from strom.table.planner.plan import PlanNode, RankNode
+from strom.table.planner.plan import PlanNode, RankNode, WindowSpec
 from strom.table.planner.rank import SortKeyOf
 from strom.table.planner.retract_rank import top_rows
 from strom.table.planner.rows import make_row
+
+
+def processing_time_window(node: PlanNode) -> bool:
+    """Whether the nearest window below `node` (a window TVF or window aggregation) is in processing time."""
+    window = getattr(node, "window", None)
+    if isinstance(window, WindowSpec):
+        return not window.event_time
+    return any(processing_time_window(i) for i in node.inputs)
+
+
+def refuse_processing_time(node: PlanNode, what: str) -> None:
+    if processing_time_window(node):
+        raise NotSupportedYet(f"{what} over processing-time windows (declare a rowtime with WATERMARK FOR)")
 
 
 def window_bounds(node: PlanNode, partition: list[int]) -> tuple[int, int] | None:
@@ -58,6 +72,8 @@ class WindowRankNode(RankNode):
 
 
 def window_rank(rank: RankNode, window_end: int) -> WindowRankNode:
+    assert rank.input is not None
+    refuse_processing_time(rank.input, "window Top-N / window deduplication")
     return WindowRankNode(rank.columns, input=rank.input, partition=rank.partition, order=rank.order,
                           rank_end=rank.rank_end, output_rank=rank.output_rank, final_only=rank.final_only,
                           rank_type=rank.rank_type, window_end=window_end, keep_last=rank.deduplicate == "last")
