@@ -94,6 +94,7 @@ class RocksDBNamespaceCache:
         if not self.maps:
             return
         b = self.backend
+        b.forget_values(self.table)  # a state object's held writes first: the cache's entries are newer
         key_group = b.key_groups.key_group
         name = self.table.name_part
         dumps, key_part, kg_prefix = rk.dumps, rk.key_part, rk.key_group_prefix

@@ -88,7 +88,37 @@ class _RocksDBState:
         return b.kg_bytes + self.table.name_part + rk.namespace_part(namespace) + b.key_bytes
 
     def clear(self) -> None:
-        self.backend.db.delete(self._key())
+        self._delete(self._key())
+
+    # single-entry kinds (value, reducing, aggregating) read and write through the table's value cache
+    def _read(self, k: bytes) -> Any:
+        """The object stored under `k`, or None."""
+        table = self.table
+        v = table.values.get(k, _MISSING)
+        if v is not _MISSING:
+            return v
+        raw = self.backend.db.get(k)
+        if raw is None:
+            _remember(self.backend, table, k, None)  # absent: the next read of this key asks RocksDB no more
+            return None
+        v = _loads(raw)
+        if is_immutable(v):
+            _remember(self.backend, table, k, v)
+        return v
+
+    def _write(self, k: bytes, value: Any) -> None:
+        table = self.table
+        if is_immutable(value):
+            _remember(self.backend, table, k, value)
+            table.dirty.add(k)
+        else:
+            table.values.pop(k, None)
+            table.dirty.discard(k)
+            self.backend.db.put(k, _dumps(value))
+
+    def _delete(self, k: bytes) -> None:
+        _remember(self.backend, self.table, k, None)
+        self.table.dirty.add(k)
 
     def open_namespace_cache(self) -> NamespaceCache | None:
         """api.CachingNamespaces: a bounded in-memory cache of this state's namespaces (see namespace_cache)."""
@@ -97,12 +127,10 @@ class _RocksDBState:
     # window merging: move the values of several namespaces into the current one
     def _raw_pop(self, namespace: Any) -> Any:
         k = self._key_in(namespace)
-        db = self.backend.db
-        v = db.get(k)
-        if v is None:
-            return None
-        db.delete(k)
-        return _loads(v)
+        v = self._read(k)
+        if v is not None:
+            self._delete(k)
+        return v
 
 
 class _Multi(_RocksDBState):
@@ -121,39 +149,13 @@ class RocksDBValueState(_RocksDBState, ValueState[Any]):
     __slots__ = ()
 
     def value(self) -> Any:
-        k = self._key()
-        table = self.table
-        v = table.values.get(k, _MISSING)
-        if v is not _MISSING:
-            return v
-        raw = self.backend.db.get(k)
-        if raw is None:
-            _remember(self.backend, table, k, None)  # absent: the next read of this key asks RocksDB no more
-            return None
-        v = _loads(raw)
-        if is_immutable(v):
-            _remember(self.backend, table, k, v)
-        return v
+        return self._read(self._key())
 
     def update(self, value: Any) -> None:
         if value is None:
             self.clear()
-            return
-        k = self._key()
-        table = self.table
-        if is_immutable(value):
-            _remember(self.backend, table, k, value)
-            table.dirty.add(k)
         else:
-            table.values.pop(k, None)
-            table.dirty.discard(k)
-            self.backend.db.put(k, _dumps(value))
-
-    def clear(self) -> None:
-        k = self._key()
-        table = self.table
-        _remember(self.backend, table, k, None)
-        table.dirty.add(k)
+            self._write(self._key(), value)
 
 
 _MISSING = object()
@@ -221,14 +223,12 @@ class RocksDBReducingState(_RocksDBState, ReducingState[Any]):
         self.reduce_fn = reduce_fn
 
     def get(self) -> Any:
-        v = self.backend.db.get(self._key())
-        return None if v is None else _loads(v)
+        return self._read(self._key())
 
     def add(self, value: Any) -> None:
         k = self._key()
-        db = self.backend.db
-        cur = db.get(k)
-        db.put(k, _dumps(value if cur is None else self.reduce_fn(_loads(cur), value)))
+        cur = self._read(k)
+        self._write(k, value if cur is None else self.reduce_fn(cur, value))
 
     def merge_namespaces(self, target: Any, sources: list[Any]) -> None:
         acc = None
@@ -238,9 +238,8 @@ class RocksDBReducingState(_RocksDBState, ReducingState[Any]):
                 acc = v if acc is None else self.reduce_fn(acc, v)
         if acc is not None:
             k = self._key_in(target)
-            db = self.backend.db
-            cur = db.get(k)
-            db.put(k, _dumps(acc if cur is None else self.reduce_fn(_loads(cur), acc)))
+            cur = self._read(k)
+            self._write(k, acc if cur is None else self.reduce_fn(cur, acc))
 
 
 class RocksDBAggregatingState(_RocksDBState, AggregatingState[Any, Any]):
@@ -251,37 +250,30 @@ class RocksDBAggregatingState(_RocksDBState, AggregatingState[Any, Any]):
         self.agg = agg
 
     def get(self) -> Any:
-        v = self.backend.db.get(self._key())
-        return None if v is None else self.agg.get_result(_loads(v))
+        v = self._read(self._key())
+        return None if v is None else self.agg.get_result(v)
 
     def get_accumulator(self) -> Any:
-        v = self.backend.db.get(self._key())
-        return None if v is None else _loads(v)
+        return self._read(self._key())
 
     def add(self, value: Any) -> None:
         k = self._key()
-        db = self.backend.db
-        cur = db.get(k)
-        acc = self.agg.create_accumulator() if cur is None else _loads(cur)
-        db.put(k, _dumps(self.agg.add(value, acc)))
+        cur = self._read(k)
+        self._write(k, self.agg.add(value, self.agg.create_accumulator() if cur is None else cur))
 
     def merge_namespaces(self, target: Any, sources: list[Any]) -> None:
         acc = None
         found = False
         for ns in sources:
-            k = self._key_in(ns)
-            raw = self.backend.db.get(k)
-            if raw is None:
+            v = self._raw_pop(ns)
+            if v is None:
                 continue
-            self.backend.db.delete(k)
-            v = _loads(raw)
             acc = v if not found else self.agg.merge(acc, v)
             found = True
         if found:
             k = self._key_in(target)
-            db = self.backend.db
-            cur = db.get(k)
-            db.put(k, _dumps(acc if cur is None else self.agg.merge(_loads(cur), acc)))
+            cur = self._read(k)
+            self._write(k, acc if cur is None else self.agg.merge(cur, acc))
 
 
 class RocksDBMapState(_Multi, MapState[Any, Any]):
