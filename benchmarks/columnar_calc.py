@@ -19,10 +19,10 @@ import sys
 
 from strom.table import EnvironmentSettings, TableEnvironment
 
-DDL = """CREATE TABLE src (a INT, b BIGINT, x DOUBLE, s STRING, f BOOLEAN) WITH (
-  'connector' = 'datagen', 'number-of-rows' = '{rows}',
-  'fields.a.min' = '-1000', 'fields.a.max' = '1000', 'fields.b.min' = '0', 'fields.b.max' = '1000000',
-  'fields.x.min' = '0', 'fields.x.max' = '100', 'fields.s.length' = '8')"""
+FIELDS = {"fields.a.min": "-1000", "fields.a.max": "1000", "fields.b.min": "0", "fields.b.max": "1000000",
+          "fields.x.min": "0", "fields.x.max": "100", "fields.s.length": "8"}
+DDL = ("CREATE TABLE src (a INT, b BIGINT, x DOUBLE, s STRING, f BOOLEAN) WITH ('connector' = 'datagen', "
+       "'number-of-rows' = '{rows}', " + ", ".join(f"'{k}' = '{v}'" for k, v in FIELDS.items()) + ")")
 SINK = "CREATE TABLE out_{name} ({columns}) WITH ('connector' = 'blackhole')"
 QUERIES = {
     "pass-through": "SELECT a, b, x, s, f FROM src",
@@ -64,6 +64,40 @@ def run_one(query: str, rows: int, columnar: bool, mini_batch: bool) -> None:
     table.execute_insert(f"out_{name}").wait()
 
 
+def calc_alone(rows: int) -> list[tuple[int, float, float]]:
+    """The Calc's function alone over the datagen table's own rows (no job): CPU us/row of the row path
+    (filter predicate + projection per row) and of ColumnarCalc.map_bundle, per bundle size."""
+    import time
+
+    from strom.table.connectors.datagen import DatagenSpec
+    from strom.table.planner.columnar_calc import compile_columnar
+    from strom.table.planner.scalar import compile_scalar
+    from strom.table.planner.translate import _CalcMap
+
+    t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+    t_env.execute_sql(DDL.format(rows=rows))
+    calc = t_env.sql_query(QUERIES["projection/filter"])._node
+    columns = calc.input.columns
+    spec = DatagenSpec("src", columns, {"number-of-rows": str(rows), **FIELDS})
+    data = [spec(i) for i in range(rows)]
+    columnar = compile_columnar(columns, list(calc.projections), calc.condition, calc.names())
+    assert columnar is not None
+    pred = compile_scalar(calc.condition, columns)[0]
+    row_map = _CalcMap([compile_scalar(e, columns)[0] for e in calc.projections], calc.names())
+    out = []
+    for size in (100, 1000, 5000):
+        start = time.process_time()
+        for i in range(0, rows, size):
+            columnar.map_bundle(data[i:i + size])
+        col = time.process_time() - start
+        start = time.process_time()
+        for i in range(0, rows, size):
+            [row_map(r) for r in data[i:i + size] if pred(r) is True]
+        row = time.process_time() - start
+        out.append((size, row / rows * 1e6, col / rows * 1e6))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -84,6 +118,10 @@ def main() -> None:
     for label, cpu in variants:
         calc = f"{max(cpu - base, 0.0) / args.rows * 1e6:.2f}"
         print(f"{label:<34}{cpu:>8.2f}{args.rows / cpu:>12,.0f}{calc:>17}")
+    print("\nthe Calc function alone over 100,000 of the same rows (no job), CPU us/row:")
+    print(f"{'bundle rows':>12}{'row path':>10}{'columnar':>10}")
+    for size, row_us, col_us in calc_alone(100_000):
+        print(f"{size:>12}{row_us:>10.2f}{col_us:>10.2f}")
 
 
 if __name__ == "__main__":
