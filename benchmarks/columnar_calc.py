@@ -64,9 +64,10 @@ def run_one(query: str, rows: int, columnar: bool, mini_batch: bool) -> None:
     table.execute_insert(f"out_{name}").wait()
 
 
-def calc_alone(rows: int) -> list[tuple[int, float, float]]:
-    """The Calc's function alone over the datagen table's own rows (no job): CPU us/row of the row path
-    (filter predicate + projection per row) and of ColumnarCalc.map_bundle, per bundle size."""
+def calc_alone(rows: int) -> list[tuple[int, float, float, float]]:
+    """The Calc's function alone over the datagen table's own rows (no job): CPU us/row of the interpreted row
+    path (filter predicate + projection closures per row), of the generated row code (calc_codegen, what a job
+    runs when the columnar switch is off) and of ColumnarCalc.map_bundle, per bundle size."""
     import time
 
     from strom.table.connectors.datagen import DatagenSpec
@@ -84,6 +85,11 @@ def calc_alone(rows: int) -> list[tuple[int, float, float]]:
     assert columnar is not None
     pred = compile_scalar(calc.condition, columns)[0]
     row_map = _CalcMap([compile_scalar(e, columns)[0] for e in calc.projections], calc.names())
+    from strom.table.planner import calc_codegen
+
+    steps, _ = calc_codegen.calc_chain(calc, lambda c: True)
+    generated = calc_codegen.compile_calc(steps, calc.names())
+    gen = generated.flat_map if isinstance(generated, calc_codegen.CompiledCalcFlatMap) else None
     out = []
     for size in (100, 1000, 5000):
         start = time.process_time()
@@ -94,7 +100,12 @@ def calc_alone(rows: int) -> list[tuple[int, float, float]]:
         for i in range(0, rows, size):
             [row_map(r) for r in data[i:i + size] if pred(r) is True]
         row = time.process_time() - start
-        out.append((size, row / rows * 1e6, col / rows * 1e6))
+        start = time.process_time()
+        for i in range(0, rows, size):
+            for r in data[i:i + size]:
+                gen(r) if gen is not None else generated.map(r)  # a 1-tuple or None per row
+        code = time.process_time() - start
+        out.append((size, row / rows * 1e6, code / rows * 1e6, col / rows * 1e6))
     return out
 
 
@@ -119,9 +130,9 @@ def main() -> None:
         calc = f"{max(cpu - base, 0.0) / args.rows * 1e6:.2f}"
         print(f"{label:<34}{cpu:>8.2f}{args.rows / cpu:>12,.0f}{calc:>17}")
     print("\nthe Calc function alone over 100,000 of the same rows (no job), CPU us/row:")
-    print(f"{'bundle rows':>12}{'row path':>10}{'columnar':>10}")
-    for size, row_us, col_us in calc_alone(100_000):
-        print(f"{size:>12}{row_us:>10.2f}{col_us:>10.2f}")
+    print(f"{'bundle rows':>12}{'interpreted':>12}{'generated':>11}{'columnar':>10}")
+    for size, row_us, code_us, col_us in calc_alone(100_000):
+        print(f"{size:>12}{row_us:>12.2f}{code_us:>11.2f}{col_us:>10.2f}")
 
 
 if __name__ == "__main__":
