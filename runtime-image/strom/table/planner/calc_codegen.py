@@ -249,7 +249,27 @@ def calc_chain(node: Any, usable: Callable[[Any], bool]) -> tuple[list[CalcStep]
     the plan node below them. Fusing them is Flink's FlinkCalcMergeRule: one operator, one call per row."""
     steps: list[CalcStep] = []
     current = node
-    while isinstance(current, CalcNode) and usable(current):
+    while isinstance(current, CalcNode) and usable(current) and (current is node or _fusable(current)):
         steps.insert(0, CalcStep(current.input.columns, current.projections, current.condition))
         current = current.input
     return steps, current
+
+
+_INLINED = frozenset(["+", "-", "*", *_CMP_OPS, "and", "or", "not", "is_null", "is_not_null", "case", "coalesce",
+                      "get_field"])
+
+
+def _fusable(node: CalcNode) -> bool:
+    """An inner Calc may be shared by several consumers (a view read twice, a statement set): fused into each, it
+    runs once per consumer. Only Calcs of cheap, deterministic, inlined expressions are fused, so a UDF, PROCTIME()
+    or any other function still runs once per row in its own operator."""
+    exprs = [*node.projections, *([node.condition] if node.condition is not None else [])]
+    return all(_inlined_only(e) for e in exprs)
+
+
+def _inlined_only(e: Expression) -> bool:
+    if e.op in ("col", "lit"):
+        return True
+    if e.op == "alias" or (e.op == "call" and e.name in _INLINED):
+        return all(_inlined_only(a) for a in e.args)
+    return False
