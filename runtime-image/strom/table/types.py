@@ -42,6 +42,8 @@ class DataType:
             return "INTERVAL SECOND(3)"
         if self.root == "ROW":
             return "ROW<" + ", ".join(f"`{n}` {t}" for n, t in self.fields) + ">"
+        if self.root == "ARRAY":
+            return f"ARRAY<{self.fields[0][1]}>"
         return self.root
 
     def __str__(self) -> str:
@@ -152,6 +154,11 @@ class DataTypes:
     def ROW(row_fields: list[tuple[str, DataType]] | None = None, nullable: bool = True) -> DataType:
         return DataType("ROW", nullable, None, tuple(row_fields or ()))
 
+    @staticmethod
+    def ARRAY(element_type: DataType, nullable: bool = True) -> DataType:
+        """An array (a Python list) of `element_type` values; the element is the type's one field."""
+        return DataType("ARRAY", nullable, None, (("element", element_type),))
+
 
 def _not_yet(name: str):
     def factory(*args: Any, **kwargs: Any) -> DataType:
@@ -164,7 +171,7 @@ def _not_yet(name: str):
 
 
 # PyFlink's other types: present, refused with a clear message until the runtime handles them
-for _name in ("DECIMAL", "TIME", "BYTES", "BINARY", "VARBINARY", "CHAR", "ARRAY", "MAP", "MULTISET",
+for _name in ("DECIMAL", "TIME", "BYTES", "BINARY", "VARBINARY", "CHAR", "MAP", "MULTISET",
               "INTERVAL", "NULL", "RAW"):
     setattr(DataTypes, _name, _not_yet(_name))
 
@@ -185,6 +192,9 @@ def type_of_value(value: Any) -> DataType:
         return DataTypes.DATE()
     if isinstance(value, datetime.timedelta):
         return DataType("INTERVAL", False, 3)
+    if isinstance(value, list):
+        first = next((v for v in value if v is not None), None)
+        return DataTypes.ARRAY(type_of_value(first) if first is not None else DataTypes.STRING())
     raise ValidationException(f"cannot infer a SQL type for value {value!r}; pass a schema (DataTypes.ROW)")
 
 
@@ -207,6 +217,8 @@ def check_value(value: Any, data_type: DataType, column: str) -> Any:
         "TIMESTAMP_LTZ": lambda v: isinstance(v, datetime.datetime),
         "DATE": lambda v: isinstance(v, datetime.date),
     }.get(data_type.root)
+    if data_type.root == "ARRAY" and isinstance(value, (list, tuple)):
+        return [check_value(v, data_type.fields[0][1], f"{column}[{i + 1}]") for i, v in enumerate(value)]
     if ok is None or not ok(value):
         raise ValidationException(f"column {column!r} is {data_type} but got {value!r} ({type(value).__name__})")
     return float(value) if data_type.root in ("FLOAT", "DOUBLE") else value

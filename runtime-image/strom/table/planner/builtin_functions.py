@@ -450,6 +450,39 @@ def _distinct_from(negate: bool) -> Builder:
     return build
 
 
+# -- arrays ----------------------------------------------------------------------------------------
+def _array(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    """ARRAY[v1, ...]: a NOT NULL array of the arguments' common type (NULL elements kept)."""
+    if not fns:
+        raise ValidationException(f"{e.sql()}: ARRAY[] needs at least one element")
+    element = _common_type(e, types)
+    return (lambda row: [g(row) for g in fns]), DataTypes.ARRAY(element, False)
+
+
+def _element_at(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    """array[i]: the element at 1-based position i; NULL when i is outside the array."""
+    if types[0].root != "ARRAY":
+        raise ValidationException(f"{e.sql()}: {e.args[0].sql()} is {types[0]}, not an ARRAY")
+    _expect(e, types, "ai")
+    a, i = fns
+
+    def f(row: Sequence[Any]) -> Any:
+        arr, index = a(row), i(row)
+        if arr is None or index is None or not 1 <= index <= len(arr):
+            return None
+        return arr[index - 1]
+
+    return f, types[0].fields[0][1].nullable_()
+
+
+def _cardinality(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    _arity(e, 1, 1)
+    if types[0].root != "ARRAY":
+        raise ValidationException(f"{e.sql()}: {e.args[0].sql()} is {types[0]}, not an ARRAY")
+    (a,) = fns
+    return (lambda row: None if (v := a(row)) is None else len(v)), DataTypes.INT(types[0].nullable)
+
+
 def _hash(algorithm: str) -> Callable[[str], str]:
     return lambda s: hashlib.new(algorithm, s.encode("utf-8")).hexdigest()
 
@@ -500,6 +533,9 @@ CALLS: dict[str, Builder] = {
     "rand": _rand(False),
     "rand_integer": _rand(True),
     **{name: strict("n", _double, _java_double(fn)) for name, fn in _MATH1.items()},
+    "array": _array,
+    "element_at": _element_at,
+    "cardinality": _cardinality,
     "if": _if,
     "nullif": _nullif,
     "greatest": _extreme(max),

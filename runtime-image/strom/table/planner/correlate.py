@@ -20,6 +20,8 @@ def correlate(input_node: PlanNode, call: Expression, names: list[str] | None, l
     if call.op == "alias":
         names = names or list(call.value or (call.name,))
         call = call.args[0]
+    if call.op == "call" and call.name == "unnest":
+        return _unnest(input_node, call, names, left_outer)
     if not (call.op == "call" and call.name == "udtf"):
         raise ValidationException(f"{call.sql()} is not a table function call (make one with udtf)")
     wrapper = call.value
@@ -39,15 +41,42 @@ def correlate(input_node: PlanNode, call: Expression, names: list[str] | None, l
                          call=call, left_outer=left_outer)
 
 
+def _unnest(input_node: PlanNode, call: Expression, names: list[str] | None, left_outer: bool) -> CorrelateNode:
+    """UNNEST(array): one row per element (an ARRAY<ROW<..>> element gives its fields as columns); a NULL
+    or empty array gives none (LEFT JOIN .. ON TRUE: one row of NULLs)."""
+    _, t = compile_scalar(call.args[0], input_node.columns)
+    if t.root != "ARRAY":
+        raise ValidationException(f"UNNEST({call.args[0].sql()}): {call.args[0].sql()} is {t}, not an ARRAY")
+    element = t.fields[0][1]
+    types = [ft for _, ft in element.fields] if element.root == "ROW" else [element]
+    names = names or ([n for n, _ in element.fields] if element.root == "ROW" else ["EXPR$0"])
+    if len(names) != len(types):
+        raise ValidationException(f"UNNEST({call.args[0].sql()}) gives {len(types)} columns, got {len(names)} names "
+                                  f"({', '.join(names)})")
+    clash = set(names) & set(input_node.names())
+    if clash:
+        raise ValidationException(f"UNNEST: column {sorted(clash)[0]!r} already exists in the input; name the "
+                                  "element otherwise (AS t(name))")
+    out = [ft.nullable_() for ft in types] if left_outer else list(types)
+    return CorrelateNode(list(input_node.columns) + list(zip(names, out, strict=True)), input=input_node, call=call,
+                         left_outer=left_outer)
+
+
 class CorrelateFunction:
     """flat_map: the input row's values followed by each row the table function yields."""
 
     def __init__(self, node: CorrelateNode) -> None:
         assert node.input is not None and node.call is not None
         self.args = [compile_scalar(a, node.input.columns)[0] for a in node.call.args]
-        wrapper = node.call.value
-        self.invoker = wrapper.invoker()
-        self.width = len(wrapper.result_types)
+        self.unnest = node.call.name == "unnest"
+        self.width = len(node.columns) - len(node.input.columns)
+        if self.unnest:  # ARRAY<ROW<..>>: each element's fields are the columns
+            array_type = compile_scalar(node.call.args[0], node.input.columns)[1]
+            self.row_elements = array_type.fields[0][1].root == "ROW"
+        else:
+            wrapper = node.call.value
+            self.invoker = wrapper.invoker()
+            self.width = len(wrapper.result_types)
         self.left_outer = node.left_outer
         self.names = tuple(node.names())
 
@@ -63,7 +92,11 @@ class CorrelateFunction:
 
     def __call__(self, row: Row) -> Iterator[Row]:
         values = [g(row) for g in self.args]
-        produced = self.invoker.call(self._rows, values)  # the generator runs inside, so its errors are named
+        if self.unnest:
+            produced = [(tuple(e) if e is not None else (None,) * self.width) if self.row_elements else (e,)
+                        for e in (values[0] or [])]
+        else:
+            produced = self.invoker.call(self._rows, values)  # the generator runs inside, so its errors are named
         kind = row.get_row_kind()
         for t in produced:
             yield make_row((*row, *t), self.names, kind)

@@ -47,6 +47,9 @@ def sql_string(v: Any, data_type: DataType | None = None) -> str:
         return base + "." + f"{v.microsecond:06d}".ljust(precision, "0")[:precision]
     if isinstance(v, datetime.date):
         return v.isoformat()
+    if isinstance(v, (list, tuple)) and data_type is not None and data_type.root == "ARRAY":  # Flink: [1, 2]
+        element = data_type.fields[0][1]
+        return "[" + ", ".join("NULL" if x is None else sql_string(x, element) for x in v) + "]"
     return str(v)
 
 

@@ -67,7 +67,7 @@ _BY_CLASS: dict[type, tuple[str, tuple[str, ...]]] = {
 # Flink functions sqlglot reads as plain calls (or that function_syntax renamed into plain calls)
 ANONYMOUS = {"REGEXP", "SPLIT_INDEX", "SHA1", "SHA256", "RAND_INTEGER", "E", "NOW", "TO_TIMESTAMP", "JSON_VALUE",
              "JSON_QUERY", "JSON_EXISTS", "JSON_ARRAY", "DATE_FORMAT", "TO_DATE", "UNIX_TIMESTAMP", "FROM_UNIXTIME",
-             "REGEXP_EXTRACT", "LOCALTIMESTAMP", "CURRENT_TIMESTAMP", "CURRENT_DATE", "LTRIM", "RTRIM"}
+             "REGEXP_EXTRACT", "LOCALTIMESTAMP", "CURRENT_TIMESTAMP", "CURRENT_DATE", "LTRIM", "RTRIM", "CARDINALITY"}
 # keywords Flink reads as niladic functions; sqlglot sees a column
 NILADIC = {"LOCALTIMESTAMP": "localtimestamp", "CURRENT_TIMESTAMP": "current_timestamp",
            "CURRENT_DATE": "current_date"}
@@ -100,6 +100,15 @@ def builtin_call(node: exp.Expression, expr: Translate) -> Expression | None:
         args = (expr(node.this), expr(node.expression)) + (
             (expr(node.args["fill_pattern"]),) if node.args.get("fill_pattern") is not None else ())
         return Expression("call", "lpad" if node.args.get("is_left") else "rpad", args)
+    if isinstance(node, exp.Array):
+        return Expression("call", "array", tuple(expr(a) for a in node.expressions))
+    if isinstance(node, exp.Bracket):
+        target = node.this
+        if isinstance(target, exp.Column) and target.name.upper() == "MAP" and not target.this.quoted:
+            raise NotSupportedYet("MAP[..] (MAP values)")
+        if len(node.expressions) != 1:
+            raise NotSupportedYet(f"{node.sql(DIALECT)} (one index: array[i])")
+        return Expression("call", "element_at", (expr(target), expr(node.expressions[0])))
     if isinstance(node, exp.ConcatWs):
         return Expression("call", "concat_ws", tuple(expr(a) for a in node.expressions))
     if isinstance(node, exp.SHA2):

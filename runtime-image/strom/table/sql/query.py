@@ -139,7 +139,7 @@ def select_parts(tree: exp.Expression, functions: dict[str, Any] | None = None
     if alias:
         qualifiers.add(alias)
     joins_ = tree.args.get("joins") or []
-    regular = bool(joins_) and not isinstance(joins_[0].this, exp.Lateral)
+    regular = bool(joins_) and not isinstance(joins_[0].this, (exp.Lateral, exp.Unnest))
     lateral = None if regular else _lateral(joins_, qualifiers, functions)
     joins = _joins(joins_, qualifiers, functions) if regular else []
     tr = Translator(qualifiers, functions, qualified=regular)
@@ -217,10 +217,12 @@ def _lateral(joins: list[exp.Join], qualifiers: set[str], functions: dict[str, A
     ON TRUE`; any other join is refused here."""
     if not joins:
         return None
-    if len(joins) > 1 or not isinstance(joins[0].this, exp.Lateral):
+    if len(joins) > 1 or not isinstance(joins[0].this, (exp.Lateral, exp.Unnest)):
         raise NotSupportedYet("JOIN (only LATERAL TABLE(table function) joins)")
     join = joins[0]
     lateral = join.this
+    if isinstance(lateral, exp.Unnest):  # CROSS JOIN UNNEST(arr) AS t(x): a built-in table function
+        return _unnest(join, lateral, qualifiers, functions)
     call = lateral.this
     if not (isinstance(call, exp.Anonymous) and call.name.upper() == "TABLE" and len(call.expressions) == 1):
         raise NotSupportedYet(f"LATERAL {call.sql(DIALECT)} (only LATERAL TABLE(table function))")
@@ -240,6 +242,24 @@ def _lateral(joins: list[exp.Join], qualifiers: set[str], functions: dict[str, A
         raise ValidationException(f"LATERAL TABLE({call.expressions[0].sql(DIALECT)}): not a table function "
                                   "(register one made by udtf with create_temporary_function)")
     return Lateral(expr, names, side == "LEFT")
+
+
+def _unnest(join: exp.Join, unnest: exp.Unnest, qualifiers: set[str], functions: dict[str, Any]) -> Lateral:
+    if len(unnest.expressions) != 1 or unnest.args.get("offset"):
+        raise NotSupportedYet(f"{unnest.sql(DIALECT)} (UNNEST of one array, without WITH ORDINALITY)")
+    side = str(join.args.get("side") or "").upper()
+    on = join.args.get("on")
+    if side == "LEFT":
+        if not (isinstance(on, exp.Boolean) and on.this is True):
+            raise ValidationException("LEFT JOIN UNNEST(..) takes ON TRUE as its condition")
+    elif side or on is not None:
+        raise NotSupportedYet(f"{side or 'INNER'} JOIN UNNEST with a condition (CROSS JOIN or LEFT JOIN .. ON TRUE)")
+    alias = unnest.args.get("alias")
+    names = [c.name for c in alias.columns] if alias is not None and alias.columns else None
+    if alias is not None and alias.name:
+        qualifiers.add(alias.name)
+    array = Translator(qualifiers, functions).expr(unnest.expressions[0])
+    return Lateral(Expression("call", "unnest", (array,)), names, side == "LEFT")
 
 
 def _order_by(tree: exp.Select, tr: Translator) -> list[tuple[Expression, bool, bool]]:

@@ -29,6 +29,8 @@ def data_type(node: exp.DataType, where: str) -> DataType:
     if node.this == exp.DataType.Type.STRUCT:  # ROW<name TYPE, ..> (read as Hive's STRUCT<..>)
         return DataTypes.ROW([(f.name, data_type(f.args["kind"], f"{where}, field {f.name!r}"))
                               for f in node.expressions])
+    if node.this == exp.DataType.Type.ARRAY and len(node.expressions) == 1:  # ARRAY<INT>
+        return DataTypes.ARRAY(data_type(node.expressions[0], f"{where}, array element"))
     root = _TYPES.get(node.this)
     if root is None:
         raise NotSupportedYet(f"type {node.sql(DIALECT)} ({where})")
