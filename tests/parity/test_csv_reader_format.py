@@ -47,9 +47,11 @@ def test_a_csv_file_is_read_into_rows_of_the_schemas_type(tmp_path):
     assert ds.get_type() == Types.ROW_NAMED(["id", "name", "tags", "score", "ok"],
                                             [Types.INT(), Types.STRING(), Types.LIST(Types.STRING()),
                                              Types.DOUBLE(), Types.BOOLEAN()])
-    expected = [Row(id=int(i), name=n, tags=t.split(",") if t else [], score=float(s), ok=o.lower() == "true")
+    expected = [dict(id=int(i), name=n, tags=t.split(",") if t else [], score=float(s), ok=o.lower() == "true")
                 for i, n, t, s, o in list(csv.reader(io.StringIO(TEXT), delimiter="|"))[1:]]
-    assert sorted(ds.execute_and_collect(), key=lambda r: r.id) == expected
+    got = sorted(ds.execute_and_collect(), key=lambda r: r.id)
+    assert [r.as_dict() for r in got] == expected
+    assert all(isinstance(r, Row) and r._fields == ("id", "name", "tags", "score", "ok") for r in got)
 
 
 def test_a_header_that_does_not_name_the_columns_is_refused_under_strict_headers(tmp_path):

@@ -1,10 +1,10 @@
 """Rows and print() output as PyFlink gives them (issue 18).
 
 PyFlink's Row: "A row in a table. The fields in it can be accessed ... Row(name='Alice', age=11)";
-its repr is `Row(name='Alice', age=11)` for a row with field names and `<Row(1, 'a')>` without. A
-row that reaches a function through `Types.ROW([...])` has the type's field names, `f0, f1, ...`
-when the type gives none (Flink's RowTypeInfo default names). `print()` goes through Flink's Java
-PrintSinkFunction: "Writes a DataStream to the standard output stream (stdout). For each element of
+its repr is `Row(age=11, name='Alice')` for `Row(name='Alice', age=11)` (keyword fields sorted by name)
+and `<Row(1, 'a')>` without. A row that reaches a function through `Types.ROW([...])` has the type's
+field names, `f0, f1, ...` when the type gives none (Flink's RowTypeInfo default names). `print()` goes
+through Flink's Java PrintSinkFunction: "Writes a DataStream to the standard output stream (stdout). For each element of
 the DataStream the object string is written." -- the Java object's toString: a Types.TUPLE record as
 Flink's Tuple (`(And,5)`), a Types.ROW record as `+I[And, 5]`, booleans `true`/`false`, None `null`;
 a stream without a declared type is first mapped to `str(value)`. Parallel subtasks prefix `N> `.
@@ -78,7 +78,7 @@ def test_named_row_types_name_the_fields() -> None:
 
 def test_row_repr_is_pyflinks() -> None:
     assert repr(Row(1, "a")) == "<Row(1, 'a')>"
-    assert repr(Row(name="Alice", age=11)) == "Row(name='Alice', age=11)"
+    assert repr(Row(name="Alice", age=11)) == "Row(age=11, name='Alice')"  # PyFlink sorts keyword fields
 
 
 def test_java_number_and_row_kind_formats() -> None:

@@ -4,9 +4,11 @@ As in PyFlink (`pyflink.common.types.Row`): `row[0] = v` and `row['name'] = v` a
 fields read as attributes (`row.name`), a Row made of names is a "row class" (`Person = Row('name',
 'age'); Person('a', 1)`), `in` searches the values, equality needs equal values and row kind (a Row
 never equals a tuple), and the hash is the hash of the values' tuple. A row's names are a tuple,
-`None` for a row without names. Strom keeps what its tuple-based Row had beyond PyFlink: keyword fields
-in the order given (PyFlink sorts them by name), a Row without names equal to a named Row of the same
-values and kind (PyFlink needs equal names), ordering comparisons, `get_fields_by_names`.
+`None` for a row without names. Keyword fields are sorted by name, as PyFlink
+documents (`Row(name='Alice', age=11)` is `Row(age=11, name='Alice')`); rows the engine builds from declared
+names keep the declared order (`make_row`). Strom keeps what its tuple-based Row had beyond PyFlink: a Row
+without names equal to a named Row of the same values and kind (PyFlink needs equal names), ordering
+comparisons, `get_fields_by_names`.
 
 Rows are created per record: the class has `__slots__` and `make_row` builds one without the keyword
 path (no dict per row).
@@ -51,8 +53,11 @@ class Row:
         if kwargs:
             if args:
                 raise ValueError("Row takes positional values or keyword fields, not both")
-            self._values = list(kwargs.values())
-            self._fields = tuple(kwargs)
+            # PyFlink: "Row can be used to create a row object by using named arguments, the fields will
+            # be sorted by names" (Row(name='Alice', age=11) is Row(age=11, name='Alice'))
+            names = sorted(kwargs)
+            self._values = [kwargs[n] for n in names]
+            self._fields = tuple(names)
         else:
             self._values = list(args)
             self._fields = None

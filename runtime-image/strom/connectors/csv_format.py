@@ -20,7 +20,7 @@ import decimal
 from collections.abc import Callable
 from typing import IO, Any
 
-from strom.common.row import Row
+from strom.common.row import Row, make_row
 from strom.common.typeinfo import RowTypeInfo, TypeInformation, Types
 from strom.connectors.file_source import StreamFormat, TextFileReader
 
@@ -283,7 +283,7 @@ class CsvFileReader:
             except (ValueError, decimal.InvalidOperation):
                 raise ValueError(f"{self.path}: line {number}, column {column.name!r}: {text!r} is not a "
                                  f"{column.type_info!r}") from None
-        return Row(**dict(zip(self._names, values, strict=True)))
+        return make_row(values, tuple(self._names))
 
     def _check_header(self, line: str) -> None:
         header = next(csv.reader([line], **self._dialect), [])

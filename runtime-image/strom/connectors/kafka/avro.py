@@ -11,7 +11,7 @@ import io
 import json
 from typing import Any
 
-from strom.common.row import Row
+from strom.common.row import Row, make_row
 
 
 def _parsed(avro_schema_string: str | None, record_class: str | None, what: str) -> Any:
@@ -67,4 +67,4 @@ class AvroRowDeserializationSchema:
             record = fastavro.schemaless_reader(io.BytesIO(data), self.schema, None)
         except (EOFError, ValueError, IndexError) as exc:
             raise ValueError(f"Avro row: cannot read message {data[:40]!r}: {exc!r}") from None
-        return Row(**{n: record.get(n) for n in self.names})  # type: ignore[union-attr]
+        return make_row([record.get(n) for n in self.names], tuple(self.names))  # type: ignore[union-attr]

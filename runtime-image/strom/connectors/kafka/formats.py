@@ -13,7 +13,7 @@ import io
 import json
 from typing import Any
 
-from strom.common.row import Row
+from strom.common.row import Row, make_row
 from strom.common.typeinfo import RowTypeInfo
 
 
@@ -59,7 +59,7 @@ class JsonRowDeserializationSchema:
             if self.ignore_parse_errors:
                 return None
             raise ValueError(f"JSON row: cannot read message {data[:80]!r}: {exc}") from None
-        return Row(**{n: obj.get(n) for n in names})
+        return make_row([obj.get(n) for n in names], tuple(names))
 
 
 class JsonRowDeserializationSchemaBuilder:
@@ -164,7 +164,7 @@ class CsvRowDeserializationSchema:
         if len(fields) != len(names):
             raise ValueError(f"CSV row: {len(fields)} fields in {data[:80]!r}, the row type has {len(names)}")
         types = self.type_info.field_types
-        return Row(**{n: _parse(f, t) for n, f, t in zip(names, fields, types, strict=True)})
+        return make_row([_parse(f, t) for f, t in zip(fields, types, strict=True)], tuple(names))
 
 
 def _parse(text: str, type_info: Any) -> Any:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from strom.common.row import Row, copy_row, detached
+from strom.common.row import Row, copy_row, detached, make_row
 from strom.common.time import MAX_WATERMARK
 from strom.datastream.functions import TimeDomain
 from strom.datastream.output_tag import OutputTag
@@ -262,7 +262,7 @@ def _with_field(v: Any, position: int | str, new: Any) -> Any:
         idx = position if isinstance(position, int) else v._fields.index(position)  # type: ignore[union-attr]
         vals = list(v)
         vals[idx] = new
-        r = Row(**dict(zip(v._fields, vals, strict=True))) if v._fields else Row(*vals)
+        r = make_row(vals, tuple(v._fields)) if v._fields else Row(*vals)
         r.set_row_kind(v.get_row_kind())
         return r
     if isinstance(v, tuple):

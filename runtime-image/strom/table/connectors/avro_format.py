@@ -10,7 +10,7 @@ import datetime
 import io
 from typing import Any
 
-from strom.common.row import Row
+from strom.common.row import Row, make_row
 from strom.table.connectors.formats import Columns, Decoder, Encoder, FormatFactory, register_format
 from strom.table.errors import NotSupportedYet, ValidationException
 
@@ -63,7 +63,7 @@ class AvroFormatFactory(FormatFactory):
                 v = values[n]
                 if isinstance(v, datetime.datetime) and v.tzinfo is not None:
                     values[n] = v.astimezone(datetime.UTC).replace(tzinfo=None)
-            return Row(**values)
+            return make_row(list(values.values()), tuple(values))
 
         return decode
 

@@ -12,7 +12,7 @@ import random
 import string
 from typing import Any
 
-from strom.common.row import Row
+from strom.common.row import Row, make_row
 from strom.common.watermark_strategy import WatermarkStrategy
 from strom.table.connectors.registry import ConnectorFactory, TableContext, register
 from strom.table.errors import NotSupportedYet, ValidationException
@@ -99,7 +99,7 @@ class DatagenSpec:
                 values.append(rnd.random() < 0.5)
             else:  # TIMESTAMP: Flink's default max-past is 0, i.e. the current time
                 values.append(datetime.datetime.now().replace(microsecond=0))
-        return Row(**dict(zip(self.names, values, strict=True)))
+        return make_row(values, tuple(self.names))
 
 
 _RANGES = {

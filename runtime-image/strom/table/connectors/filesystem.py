@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from strom.common.config_options import parse_duration_ms, parse_memory_size
-from strom.common.row import Row
+from strom.common.row import Row, make_row
 from strom.common.serialization import Encoder
 from strom.common.watermark_strategy import WatermarkStrategy
 from strom.connectors.file_enumeration import local_path
@@ -215,7 +215,7 @@ class _TableFileReader:
                 return []
             rows = [r for r in (decode(line.encode("utf-8")) for line in lines if line) if r is not None]
             if partition:
-                rows = [Row(**{n: partition[n] if n in partition else r[n] for n in names}) for r in rows]
+                rows = [make_row([partition[n] if n in partition else r[n] for n in names], tuple(names)) for r in rows]
             if rows:
                 return rows
 

@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from strom.common.row import Row
+from strom.common.row import Row, make_row
 from strom.table.errors import NotSupportedYet, ValidationException
 from strom.table.planner.values import java_double
 from strom.table.types import DataType
@@ -177,7 +177,7 @@ class CsvFormatFactory(FormatFactory):
                         raise ValidationException(f"table {table!r}: csv field {n!r} is not a {t.base()}: {f!r} "
                                                   "(set 'csv.ignore-parse-errors' to read it as null)") from None
                     values.append(None)
-            return Row(**dict(zip(names, values, strict=True)))
+            return make_row(values, tuple(names))
 
         return decode
 
@@ -226,7 +226,8 @@ class JsonFormatFactory(FormatFactory):
             if t.root == "ROW":
                 if not isinstance(v, dict):
                     raise ValueError(f"{path} is not a JSON object")
-                return Row(**{n: value(v.get(n), ft, f"{path}.{n}") for n, ft in t.fields})
+                return make_row([value(v.get(n), ft, f"{path}.{n}") for n, ft in t.fields],
+                                tuple(n for n, _ in t.fields))
             if t.root in ("STRING", "VARCHAR", "CHAR"):
                 return v if isinstance(v, str) else json.dumps(v)
             if t.root == "BOOLEAN" and isinstance(v, bool):
@@ -251,7 +252,7 @@ class JsonFormatFactory(FormatFactory):
                     if n not in obj and fail:
                         raise ValueError(f"field {n!r} is missing")
                     values[n] = value(obj.get(n), t, n)
-                return Row(**values)
+                return make_row(list(values.values()), tuple(values))
             except (ValueError, decimal.InvalidOperation) as e:
                 if ignore:
                     return None
@@ -304,7 +305,7 @@ class RawFormatFactory(FormatFactory):
         name, t = columns[0]
         charset = options.get("charset", "UTF-8")
         as_text = t.root in ("STRING", "VARCHAR", "CHAR")
-        return lambda data: Row(**{name: data.decode(charset) if as_text else bytes(data)})
+        return lambda data: make_row([data.decode(charset) if as_text else bytes(data)], (name,))
 
     def encoder(self, table: str, columns: Columns, options: dict[str, str]) -> Encoder:
         charset = options.get("charset", "UTF-8")
