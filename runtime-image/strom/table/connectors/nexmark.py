@@ -29,11 +29,12 @@ from __future__ import annotations
 from typing import Any
 
 from strom.common.config_options import parse_memory_size
+from strom.common.row import Row, RowKind
 from strom.common.watermark_strategy import WatermarkStrategy
+from strom.datastream.functions import MapFunction
 from strom.table.connectors.registry import ConnectorFactory, TableContext, register
 from strom.table.errors import NotSupportedYet
-from strom.table.planner.event_time import from_millis
-from strom.table.planner.rows import make_row
+from strom.table.planner.event_time import _MS, EPOCH
 
 UNBOUNDED_EVENTS = 1 << 62  # events.num = 0: as good as endless
 
@@ -114,33 +115,64 @@ class NexmarkFactory(ConnectorFactory):
         return events.map(EventToRow(ctx.columns)).name("NexmarkEventToRow").uid(uid + "-rows")
 
 
-class EventToRow:
-    """A Person/Auction/Bid as the table's row: its kind's ROW column filled, the others NULL."""
+class EventToRow(MapFunction):
+    """A Person/Auction/Bid as the table's row: its kind's ROW column filled, the others NULL.
+
+    `map` is generated from the table's columns (one function testing the event's type, bids first as
+    they are most events, each branch building its rows inline): per record this runs once for every
+    event of the source, so a generic loop over the fields with a make_row call per ROW shows in
+    profiles. Pickles its columns and generates again where it runs."""
 
     def __init__(self, columns: list[tuple[str, Any]]) -> None:
-        from strom.connectors.nexmark import Auction, Bid, Person
+        self.columns = columns
+        self._bind()
 
-        self.names = tuple(n for n, _ in columns)
-        self.kinds = {Person: (0, "person"), Auction: (1, "auction"), Bid: (2, "bid")}
-        # per kind: (column position, the ROW's field names, getters)
-        self.layout: dict[str, tuple[int, tuple[str, ...], list[tuple[str, bool]]]] = {}
-        for i, (name, t) in enumerate(columns):
-            if name in _FIELDS:
-                attrs = [(_FIELDS[name][f], _FIELDS[name][f] in _TIMES) for f in t.field_names()]
-                self.layout[name] = (i, tuple(t.field_names()), attrs)
-        self.event_type = self.names.index("event_type") if "event_type" in self.names else None
+    def __getstate__(self) -> dict[str, Any]:
+        return {"columns": self.columns}
 
-    def __call__(self, event: Any) -> Any:  # hot path: called per record
-        code, kind = self.kinds[type(event)]
-        values: list[Any] = [None] * len(self.names)
-        if self.event_type is not None:
-            values[self.event_type] = code
-        layout = self.layout.get(kind)
-        if layout is not None:
-            i, names, attrs = layout
-            values[i] = make_row([from_millis(getattr(event, a)) if is_time else getattr(event, a)
-                                  for a, is_time in attrs], names)
-        return make_row(values, self.names)
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.columns = state["columns"]
+        self._bind()
+
+    def _bind(self) -> None:
+        source, consts = event_to_row_source(self.columns)
+        namespace = dict(consts)
+        exec(compile(source, "<strom-nexmark-row>", "exec"), namespace)  # noqa: S102 - generated from the DDL
+        self.map = namespace["event_to_row"]  # type: ignore[method-assign]
+
+    def map(self, value: Any) -> Any:  # replaced per instance by the generated function
+        raise AssertionError("unbound")
+
+
+def event_to_row_source(columns: list[tuple[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """The source of `event_to_row(event)` for these table columns, and the constants it reads."""
+    from strom.connectors.nexmark import Auction, Bid, Person
+
+    names = tuple(n for n, _ in columns)
+    consts: dict[str, Any] = {"_new": object.__new__, "_Row": Row, "_I": RowKind.INSERT, "_names": names,
+                              "_E": EPOCH, "_MS": _MS, "Person": Person, "Auction": Auction, "Bid": Bid}
+    kinds = {"bid": (2, Bid), "person": (0, Person), "auction": (1, Auction)}
+    lines = ["def event_to_row(e):", "    t = type(e)"]
+    for n, (kind, (code, cls)) in enumerate(kinds.items()):
+        lines.append(f"    {'if' if n == 0 else 'elif'} t is {cls.__name__}:")
+        values = ["None"] * len(columns)
+        if "event_type" in names:
+            values[names.index("event_type")] = str(code)
+        if kind in names:
+            i = names.index(kind)
+            positions = {f: k for k, f in enumerate(cls._fields)}
+            fields = []
+            for f in columns[i][1].field_names():
+                attr = _FIELDS[kind][f]
+                fields.append(f"_E + e[{positions[attr]}] * _MS" if attr in _TIMES else f"e[{positions[attr]}]")
+            consts[f"_n_{kind}"] = tuple(columns[i][1].field_names())
+            lines.append(f"        n = _new(_Row); n._values = [{', '.join(fields)}]; n._fields = _n_{kind}; "
+                         "n._row_kind = _I")
+            values[i] = "n"
+        lines.append(f"        r = _new(_Row); r._values = [{', '.join(values)}]; r._fields = _names; r._row_kind = _I")
+        lines.append("        return r")
+    lines.append("    raise KeyError(t)")
+    return "\n".join(lines) + "\n", consts
 
 
 register(NexmarkFactory())
