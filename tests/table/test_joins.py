@@ -64,6 +64,13 @@ QUERIES = [
     ("SELECT * FROM (SELECT cid, MAX(lim) AS m FROM c GROUP BY cid) t FULL JOIN "
      "(SELECT oid, SUM(amt) AS s FROM o GROUP BY oid) q ON t.cid = q.oid", None),
     ("SELECT o.u, c.name, c2.name FROM o JOIN c ON o.oid = c.cid LEFT JOIN c AS c2 ON o.amt = c2.lim", None),
+    # a qualified star over a join: that input's columns only, in its order (Nexmark q9)
+    ("SELECT x.*, c.name FROM o AS x JOIN c ON x.oid = c.cid", None),
+    ("SELECT c.*, o.u FROM o LEFT JOIN c ON o.oid = c.cid AND c.lim > 5", None),
+    ("SELECT o.*, c.* FROM o, c WHERE o.oid = c.cid", None),
+    # Top-N over a comma join (Nexmark q9's shape): the best customer row per order id
+    ("SELECT oid, u, amt, name FROM (SELECT o.*, c.name, ROW_NUMBER() OVER (PARTITION BY o.oid "
+     "ORDER BY c.lim DESC, o.amt ASC) AS rn FROM o, c WHERE o.oid = c.cid) WHERE rn <= 1", None),
 ]
 
 
@@ -181,6 +188,11 @@ def test_join_refusals() -> None:
         t_env.sql_query("SELECT * FROM o JOIN c ON o.oid = c.nope")
     with pytest.raises(ValidationException, match="unknown table 'q'"):
         t_env.sql_query("SELECT * FROM o JOIN c ON o.oid = q.cid")
+    # the benchmark's older q6 text: a column neither grouped nor aggregated is named as written (not `lim0`)
+    with pytest.raises(ValidationException, match="Expression 'd.lim' is not being grouped"):
+        t_env.sql_query("SELECT MAX(c.lim), d.lim FROM c, c AS d WHERE c.cid = d.cid GROUP BY c.cid, c.name")
+    with pytest.raises(ValidationException, match=r"unknown table 'q' in q\.\*; tables in this join: o, c"):
+        t_env.sql_query("SELECT q.* FROM o JOIN c ON o.oid = c.cid")
     with pytest.raises(ValidationException, match="cannot compare INT with STRING"):
         t_env.sql_query("SELECT * FROM o JOIN c ON o.oid = c.name")
     with pytest.raises(TableException, match="Cannot generate a valid execution plan"):

@@ -61,3 +61,13 @@ def test_over_aggregate_errors() -> None:
     with pytest.raises(NotSupportedYet) as e:
         t_env.execute_sql("SELECT SUM(price) OVER (ORDER BY ts ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM bids")
     assert "only ... PRECEDING AND CURRENT ROW" in str(e.value)
+
+
+def test_over_aggregate_over_an_updating_input_is_refused_as_flink_refuses_it() -> None:
+    """Nexmark q6's official shape: an OVER window over a Top-N, whose rank updates retract earlier rows."""
+    with pytest.raises(TableException) as e:
+        _t_env().execute_sql(
+            "SELECT item, AVG(price) OVER (PARTITION BY item ORDER BY ts ROWS BETWEEN 10 PRECEDING AND CURRENT ROW) "
+            "FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY item ORDER BY price DESC) AS rn FROM bids) WHERE rn <= 1")
+    assert "OverAggregate doesn't support consuming update and delete changes which is produced by node Rank(" \
+        in str(e.value)

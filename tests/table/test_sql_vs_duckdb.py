@@ -44,6 +44,13 @@ QUERIES: list[tuple[str, str | None]] = [
     ("SELECT flag, MAX(amount) - MIN(amount) FROM items WHERE name IS NOT NULL GROUP BY flag", None),
     ("SELECT UPPER(category), COUNT(*) FROM items GROUP BY UPPER(category)", None),
     ("SELECT COUNT(*), SUM(price), MAX(amount) FROM items", None),
+    # aggregate FILTER clauses (Nexmark q15-q17): rows failing the condition are left out of that aggregate only
+    ("SELECT category, COUNT(*) FILTER (WHERE amount > 2), SUM(amount) FILTER (WHERE flag), "
+     "MIN(price) FILTER (WHERE name <> 'kiwi'), AVG(price) FILTER (WHERE amount > 100) FROM items GROUP BY category",
+     None),
+    ("SELECT category, COUNT(DISTINCT name) FILTER (WHERE price < 2), COUNT(DISTINCT name), "
+     "SUM(DISTINCT amount) FILTER (WHERE flag) FROM items GROUP BY category", None),
+    ("SELECT COUNT(*) FILTER (WHERE flag), MAX(name) FILTER (WHERE amount < 3) FROM items", None),
     ("SELECT COUNT(*) FROM items WHERE amount > 100", None),
     ("SELECT c, COUNT(*) FROM (SELECT category, COUNT(*) AS c FROM items GROUP BY category) GROUP BY c", None),
     ("SELECT i.name FROM items AS i WHERE i.amount >= 3", None),

@@ -124,11 +124,19 @@ QUERIES = [
         "GROUP BY HOP(ts, INTERVAL '5' SECOND, INTERVAL '10' SECOND)",
         f"SELECT ws, COUNT(*) FROM bids, {_HOP} WHERE {_ON_TIME} GROUP BY ws",
     ),
+    (  # aggregate FILTER clauses in a window aggregation (Nexmark q15-q17), DISTINCT + FILTER included
+        "SELECT window_start, COUNT(*) FILTER (WHERE price < 5), SUM(price) FILTER (WHERE item <> 'A'), "
+        "COUNT(DISTINCT item) FILTER (WHERE price >= 3), MAX(price) FILTER (WHERE price > 100) "
+        "FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end",
+        "SELECT ws, COUNT(*) FILTER (WHERE price < 5), SUM(price) FILTER (WHERE item <> 'A'), "
+        f"COUNT(DISTINCT item) FILTER (WHERE price >= 3), MAX(price) FILTER (WHERE price > 100) FROM bids, {_TUMBLE} "
+        f"WHERE {_ON_TIME} GROUP BY ws, we",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("query", "reference"), QUERIES, ids=["tumble", "hop", "cumulate", "legacy-tumble",
-                                                               "legacy-hop"])
+                                                               "legacy-hop", "filter"])
 def test_window_aggregation_equals_duckdb_and_drops_late_rows(query: str, reference: str) -> None:
     assert _final_rows(_t_env().execute_sql(query)) == _duckdb(reference)
 

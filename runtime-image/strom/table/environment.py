@@ -465,6 +465,27 @@ class TableEnvironment:
             node = correlate.correlate(node, parts.lateral.call, parts.lateral.names, parts.lateral.left_outer)
         return node
 
+    def _plan_joins(self, parts: sqlp.SelectParts) -> tuple[PlanNode, sqlp.SelectParts, join.Scope]:
+        """The FROM's joins, and `parts` with its column references resolved over the join's output (a
+        comma join's WHERE moved into the join condition)."""
+        source = self._plan_from(parts)
+        scope = join.scope_of(parts.source_qualifier, source)
+        for j in parts.joins:
+            if j.as_of is not None:  # FOR SYSTEM_TIME AS OF: a temporal join (event time) or lookup join
+                assert j.on is not None and isinstance(j.source, str)
+                source, scope = plan_temporal(
+                    source, scope, lambda name=j.source: self._scan(name), j.qualifier, j.kind, j.on, j.as_of,
+                    self._final_only, self._catalog.get(j.source))
+                continue
+            right = self._scan(j.source) if isinstance(j.source, str) else self._plan_parts(j.source)
+            on = j.on
+            if on is None:  # FROM a, b WHERE ..: the WHERE is the join condition
+                on, parts = parts.where if parts.where is not None else lit(True), dataclasses.replace(
+                    parts, where=None)
+            source, scope = join.plan_join(source, scope, right, j.qualifier, j.kind, on, self._final_only,
+                                           self._state_ttl_ms())
+        return source, join.resolve_parts(parts, scope), scope
+
     def _plan_select(self, parts: sqlp.SelectParts) -> PlanNode:
         if isinstance(parts.source, WindowTVF):
             source, window, window_columns = windowing.window_tvf(self._scan(parts.source.table), parts.source)
@@ -477,32 +498,27 @@ class TableEnvironment:
             inner = parts.source
             if inner.group_by is not None or inner.distinct or inner.order_by or inner.limit is not None:
                 raise NotSupportedYet("ROW_NUMBER() OVER in a query with GROUP BY, DISTINCT, ORDER BY or LIMIT")
-            inner_source = self._plan_from(inner)
+            if inner.joins:  # `SELECT A.*, .., ROW_NUMBER() OVER (..) FROM a A, b B WHERE ..` (Nexmark q9)
+                inner_source, inner, _ = self._plan_joins(inner)
+            else:
+                inner_source = self._plan_from(inner)
             if inner.where is not None:
                 inner_source = builder.filter_(inner_source, inner.where)
             source, where = top_n.plan_top_n(inner_source, inner.select, parts.select, parts.where,
                                              self._final_only)
             parts = dataclasses.replace(parts, where=where)
         elif parts.joins:
-            source = self._plan_from(parts)
-            scope = join.scope_of(parts.source_qualifier, source)
-            for j in parts.joins:
-                if j.as_of is not None:  # FOR SYSTEM_TIME AS OF: a temporal join (event time) or lookup join
-                    assert j.on is not None and isinstance(j.source, str)
-                    source, scope = plan_temporal(
-                        source, scope, lambda name=j.source: self._scan(name), j.qualifier, j.kind, j.on, j.as_of,
-                        self._final_only, self._catalog.get(j.source))
-                    continue
-                right = self._scan(j.source) if isinstance(j.source, str) else self._plan_parts(j.source)
-                on = j.on
-                if on is None:  # FROM a, b WHERE ..: the WHERE is the join condition
-                    on, parts = parts.where if parts.where is not None else lit(True), dataclasses.replace(
-                        parts, where=None)
-                source, scope = join.plan_join(source, scope, right, j.qualifier, j.kind, on, self._final_only,
-                                               self._state_ttl_ms())
-            parts = join.resolve_parts(parts, scope)
+            source, parts, scope = self._plan_joins(parts)
+            try:
+                return self._plan_over_source(source, parts)
+            except ValidationException as e:
+                raise join.written_names(e, scope) from None
         else:
             source = self._plan_from(parts)
+        return self._plan_over_source(source, parts)
+
+    def _plan_over_source(self, source: PlanNode, parts: sqlp.SelectParts) -> PlanNode:
+        """A SELECT's aggregation, OVER aggregates or projection over its planned FROM."""
         if parts.group_by is None and over_agg.has_over_aggregate(parts.select):
             return over_agg.plan_over(source, parts.select, parts.where)
         if parts.group_by is not None and windowing.group_window_call(parts.group_by) is not None:

@@ -10,6 +10,7 @@ An equality of both inputs' window_start and window_end makes it a window join (
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -65,11 +66,32 @@ def resolve(e: Expression, scope: Scope) -> Expression:
     return Expression(e.op, e.name, args, e.value, e.data_type, e.is_distinct)
 
 
+def _qualified_star(e: Expression, scope: Scope) -> list[Expression]:
+    """`q.*`: the columns of the input named `q` in its order (their join output names); anything else resolved."""
+    if e.op != "col" or not e.name.endswith(".*"):
+        return [resolve(e, scope)]
+    q = e.name[:-2]
+    if q not in scope:
+        raise ValidationException(f"unknown table {q!r} in {e.name}; tables in this join: {', '.join(scope)}")
+    return [col(n) for n in scope[q].values()]
+
+
+def written_names(e: ValidationException, scope: Scope) -> ValidationException:
+    """A not-grouped column named as the query wrote it (`B.dateTime`, not the join output's `dateTime0`),
+    worded as Flink's validator words it; any other error unchanged."""
+    m = re.match(r"column '([^']+)' is neither grouped nor aggregated", str(e))
+    if m is None:
+        return e
+    written = next((f"{q}.{n}" if q else n for q, columns in scope.items() for n, out in columns.items()
+                    if out == m.group(1)), m.group(1))
+    return ValidationException(f"Expression '{written}' is not being grouped ({e})")
+
+
 def resolve_parts(parts: Any, scope: Scope) -> Any:
     """A SelectParts' select list, WHERE, GROUP BY and HAVING over the join's output names."""
     return replace(
         parts,
-        select=[resolve(e, scope) for e in parts.select],
+        select=[r for e in parts.select for r in _qualified_star(e, scope)],
         where=resolve(parts.where, scope) if parts.where is not None else None,
         group_by=[resolve(e, scope) for e in parts.group_by] if parts.group_by is not None else None,
         having=resolve(parts.having, scope) if parts.having is not None else None,

@@ -51,8 +51,12 @@ def _replace(e: Expression, mapping: dict[str, str]) -> Expression:
 
 def plan_over(source: PlanNode, select: list[Expression], where: Expression | None) -> PlanNode:
     node = source if where is None else builder.filter_(source, where)
-    if node.updating:
-        raise NotSupportedYet("OVER aggregates over an updating input")
+    if node.updating:  # Flink refuses it too (Nexmark q6: an OVER window over a Top-N)
+        producer = node
+        while any(i.updating for i in producer.inputs):
+            producer = next(i for i in producer.inputs if i.updating)
+        raise TableException("OverAggregate doesn't support consuming update and delete changes which is produced "
+                             f"by node {producer.describe()}")
     select = builder.expand_star(select, node)
     calls: list[Expression] = []
     for e in select:

@@ -17,6 +17,7 @@ from strom.table.errors import NotSupportedYet, ValidationException
 from strom.table.expressions import Expression
 from strom.table.planner import builtin_functions, json_functions, session_zone, temporal_functions
 from strom.table.planner.values import sql_string
+from strom.table.sql.flink_functions import UNKNOWN_FUNCTION, no_match_message
 from strom.table.types import DataType, DataTypes, type_of_value, wider_numeric, wrap_integer
 
 Fn = Callable[[Sequence[Any]], Any]
@@ -55,6 +56,8 @@ def compile_scalar(e: Expression, columns: Columns) -> tuple[Fn, DataType]:
     compiled = [compile_scalar(a, columns) for a in e.args]
     fns = [f for f, _ in compiled]
     types = [t for _, t in compiled]
+    if e.name == UNKNOWN_FUNCTION:
+        raise ValidationException(no_match_message(str(e.value), types))
     builder = _CALLS.get(e.name)
     if builder is None:
         raise NotSupportedYet(f"function {e.name.upper()}")

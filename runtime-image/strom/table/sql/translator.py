@@ -11,6 +11,7 @@ from sqlglot import exp
 from strom.table.errors import NotSupportedYet, SqlParserException, ValidationException
 from strom.table.expressions import Expression, coalesce, col, concat, lit
 from strom.table.sql.builtin_calls import NILADIC, builtin_call
+from strom.table.sql.flink_functions import FLINK_FUNCTIONS, UNKNOWN_FUNCTION
 from strom.table.sql.sql_text import DIALECT, parse_one
 from strom.table.sql.sql_types import data_type
 
@@ -85,8 +86,8 @@ class Translator:
         if isinstance(node, exp.Star):
             return col("*")
         if isinstance(node, exp.Column):
-            if isinstance(node.this, exp.Star):
-                return col("*")
+            if isinstance(node.this, exp.Star):  # `q.*` in a join: q's columns only, expanded by the planner
+                return col(f"{node.table}.*" if node.table and self.qualified else "*")
             table = node.table
             if not table and not node.this.quoted and node.name.upper() in NILADIC:  # LOCALTIMESTAMP etc.
                 return Expression("call", NILADIC[node.name.upper()])
@@ -160,6 +161,8 @@ class Translator:
         for cls, name in _AGGS.items():
             if type(node) is cls:
                 return self._agg(node, name)
+        if isinstance(node, exp.Filter):
+            return self._filtered_agg(node)
         if isinstance(node, exp.Interval):
             return lit(interval(node))
         udf = self._user_function(node)
@@ -176,6 +179,9 @@ class Translator:
         if isinstance(node, (exp.Subquery, exp.Exists)):
             raise NotSupportedYet("subqueries in expressions")
         if isinstance(node, exp.Anonymous):
+            if node.name.upper() not in FLINK_FUNCTIONS:  # refused by the planner, which knows the argument types
+                return Expression("call", UNKNOWN_FUNCTION, tuple(self.expr(a) for a in node.expressions),
+                                  value=node.name)
             raise NotSupportedYet(f"function {node.name.upper()}")
         if isinstance(node, exp.Func):
             raise NotSupportedYet(f"function {node.sql_name()}")
@@ -221,6 +227,18 @@ class Translator:
         if node.args.get("spec") is not None:
             raise NotSupportedYet(f"{node.this.sql(DIALECT)} OVER with a frame (ROWS/RANGE BETWEEN)")
         return Expression("call", name, (*partition, *keys), value=(len(partition), flags))
+
+    def _filtered_agg(self, node: exp.Filter) -> Expression:
+        """AGG(x) FILTER (WHERE c) as AGG(CASE WHEN c THEN x END): every aggregate here ignores NULL inputs,
+        so a row failing the filter counts as absent (COUNT(*) counts CASE WHEN c THEN 1 END)."""
+        agg = node.this
+        name = next((n for cls, n in _AGGS.items() if type(agg) is cls), None)
+        if name is None:
+            raise NotSupportedYet(f"FILTER on {agg.sql(DIALECT)} (only COUNT, SUM, MIN, MAX, AVG)")
+        call = self._agg(agg, name)
+        cond = self.expr(node.expression.this)
+        value = call.args[0] if call.args else lit(1)
+        return Expression("agg", name, (Expression("call", "case", (cond, value)),), distinct=call.is_distinct)
 
     def _agg(self, node: exp.Expression, name: str) -> Expression:
         arg = node.this
