@@ -24,7 +24,8 @@ from typing import Any, Protocol
 from strom.datastream.async_functions import AsyncFunction
 from strom.datastream.functions import ProcessFunction
 from strom.table.errors import TableException, ValidationException
-from strom.table.expressions import Expression
+from strom.table.expressions import Expression, col
+from strom.table.planner import builder
 from strom.table.planner.join import Scope, _and_all, _conjuncts, _output_names, resolve
 from strom.table.planner.lookup_cache import CacheMetrics, LookupCache, LookupOptions, make_cache
 from strom.table.planner.plan import Columns, PlanNode
@@ -48,7 +49,7 @@ LookupSourceFactory = Callable[[str, Columns, dict[str, str], list[str]], Lookup
 
 
 def plan_lookup_join(left: PlanNode, left_scope: Scope, table: Any, qualifier: str, kind: str,
-                     on: Expression) -> tuple[LookupJoinNode, Scope]:
+                     on: Expression) -> tuple[PlanNode, Scope]:
     """The planner's entry (temporal_join.plan_temporal calls it for a PROCTIME AS OF): `table` is the
     right side's CatalogTable; its connector's factory gives the lookup function."""
     from strom.table.connectors import TableContext, factory_for
@@ -107,7 +108,7 @@ def is_processing_time(as_of: Expression, scope: Scope, left: PlanNode) -> bool:
 
 def plan_lookup(left: PlanNode, left_scope: Scope, table_name: str, dim_columns: Columns,
                      options: dict[str, str], qualifier: str, kind: str, on: Expression,
-                     make_source: LookupSourceFactory) -> tuple[LookupJoinNode, Scope]:
+                     make_source: LookupSourceFactory) -> tuple[PlanNode, Scope]:
     if kind not in ("INNER", "LEFT"):
         raise TableException(f"Processing-time temporal join (lookup join of {table_name}) supports INNER and "
                              f"LEFT joins only, got {kind}")
@@ -117,6 +118,12 @@ def plan_lookup(left: PlanNode, left_scope: Scope, table_name: str, dim_columns:
     right_names = _output_names(left.names(), dim_names)
     scope = dict(left_scope)
     scope[qualifier] = dict(zip(dim_names, right_names, strict=True))
+    on = resolve(on, scope)
+    probe, on = _computed_keys(left, set(right_names), on)
+    if probe is not left:  # `ON mod(o.k, 10) = d.id`: the key computed before the lookup, dropped after it
+        resolved = {"": {n: n for n in probe.names()}}  # `on` is resolved already: names map to themselves
+        node, _ = plan_lookup(probe, resolved, table_name, dim_columns, options, qualifier, kind, on, make_source)
+        return builder.select(node, [col(n) for n in left.names() + right_names]), scope
     right_types = [t.nullable_() if kind == "LEFT" else t for _, t in dim_columns]
     columns = list(left.columns) + list(zip(right_names, [t.plain() for t in right_types], strict=True))
     names = [n for n, _ in columns]
@@ -155,6 +162,32 @@ def plan_lookup(left: PlanNode, left_scope: Scope, table_name: str, dim_columns:
                           options=dict(options), kind=kind, left_keys=left_keys, lookup_keys=lookup_keys,
                           condition=_and_all(residual), source=source, lookup=parsed)
     return node, scope
+
+
+def _computed_keys(left: PlanNode, right_names: set[str], on: Expression) -> tuple[PlanNode, Expression]:
+    """Equalities of an expression over the input alone with a dimension column (Nexmark q13's
+    `mod(B.auction, 10000) = S.key`): the input gets each expression as a hidden column, which ON equates
+    instead; `left` itself when there is none."""
+    extra: list[Expression] = []
+    conjuncts = []
+    for c in _conjuncts(on):
+        if c.op == "call" and c.name == "=":
+            a, b = c.args
+            if a.op == "col" and a.name in right_names:
+                a, b = b, a
+            if b.op == "col" and b.name in right_names and a.op != "col" and _columns(a) and \
+                    _columns(a) <= set(left.names()):
+                name = f"$lookup_key{len(extra)}"
+                extra.append(a.alias(name))
+                c = Expression("call", "=", (col(name), b))
+        conjuncts.append(c)
+    if not extra:
+        return left, on
+    return builder.select(left, [col(n) for n in left.names()] + extra), _and_all(conjuncts) or on
+
+
+def _columns(e: Expression) -> set[str]:
+    return {e.name} if e.op == "col" else {n for a in e.args for n in _columns(a)}
 
 
 class LookupJoiner:
