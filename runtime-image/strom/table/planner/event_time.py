@@ -47,17 +47,24 @@ class SqlWatermarkGenerator(WatermarkGenerator):
     its maximum; it is emitted at once when it moved more than `interval_ms` past the last one emitted
     (so a jump in event time is not held back by a slow periodic timer), otherwise periodically."""
 
-    def __init__(self, watermark_of: Callable[[Any], Any], interval_ms: int) -> None:
+    def __init__(self, watermark_of: Callable[[Any], Any], interval_ms: int, offset_ms: int | None = None) -> None:
         self.watermark_of = watermark_of
         self.interval_ms = interval_ms
+        # `rowtime - INTERVAL ..` (see rowtime_offset_ms): the record timestamp, already extracted, less the
+        # offset gives the same milliseconds without evaluating the expression per row
+        self.offset_ms = offset_ms
         self.current = -(2**63)
         self.emitted = -(2**63)
 
+    # hot path: called per record
     def on_event(self, event: Any, event_timestamp: int, output: WatermarkOutput) -> None:
-        value = self.watermark_of(event)
-        if value is None:
-            return  # Flink: a NULL watermark leaves the current one unchanged
-        wm = to_millis(value)
+        if self.offset_ms is not None:
+            wm = event_timestamp - self.offset_ms
+        else:
+            value = self.watermark_of(event)
+            if value is None:
+                return  # Flink: a NULL watermark leaves the current one unchanged
+            wm = to_millis(value)
         if wm > self.current:
             self.current = wm
             if self.current - self.emitted > self.interval_ms:
@@ -68,6 +75,22 @@ class SqlWatermarkGenerator(WatermarkGenerator):
         if self.current > self.emitted:
             self.emitted = self.current
             output.emit_watermark(Watermark(self.current))
+
+
+def rowtime_offset_ms(watermark: Any, rowtime: str) -> int | None:
+    """The watermark expression `rowtime - INTERVAL ..` (whole milliseconds) as that interval in ms, else None.
+
+    Its value is then the record timestamp (the rowtime in ms, which RowtimeExtractor refuses NULL for) less
+    the offset: floor((t - d) / 1 ms) = floor(t / 1 ms) - d / 1 ms when d is whole milliseconds."""
+    if getattr(watermark, "op", None) != "call" or watermark.name != "-" or len(watermark.args) != 2:
+        return None
+    column, interval = watermark.args
+    if column.op != "col" or column.name != rowtime or interval.op != "lit":
+        return None
+    value = interval.value
+    if type(value) is not datetime.timedelta or value % _MS:
+        return None
+    return value // _MS
 
 
 class RowtimeExtractor:

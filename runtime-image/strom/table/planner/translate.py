@@ -25,6 +25,7 @@ from strom.table.planner.event_time import (
     WindowAggEmit,
     WindowTableFunction,
     from_millis,
+    rowtime_offset_ms,
     window_assigner,
 )
 from strom.table.planner.group_agg import GlobalGroupMarker, GroupAggFunction
@@ -206,7 +207,8 @@ def _watermark_assigner(node: WatermarkAssignerNode, ds: DataStream, env: Any) -
     if node.batch:
         strategy = WatermarkStrategy.no_watermarks()
     else:
-        strategy = WatermarkStrategy.for_generator(lambda: SqlWatermarkGenerator(watermark_of, interval))
+        offset = rowtime_offset_ms(node.watermark, node.names()[node.rowtime])
+        strategy = WatermarkStrategy.for_generator(lambda: SqlWatermarkGenerator(watermark_of, interval, offset))
     strategy = strategy.with_timestamp_assigner(RowtimeExtractor(node.rowtime, node.names()[node.rowtime]))
     idle_ms = _idle_timeout_ms(node)
     if idle_ms and not node.batch:
