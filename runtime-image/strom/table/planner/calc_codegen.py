@@ -121,7 +121,9 @@ class _Level:
             if isinstance(i, str):
                 i = self.type_of(e.args[0]).field_names().index(i)
             x = g.tmp()
-            return f"(None if ({x} := {self.expr(e.args[0])}) is None else {x}[{int(i)}])"
+            # a Row's values read directly: Row.__getitem__ is a Python call per field (nested ROW columns)
+            return (f"(None if ({x} := {self.expr(e.args[0])}) is None else "
+                    f"({x}._values[{int(i)}] if type({x}) is _Row else {x}[{int(i)}]))")
         return self.fallback(e)
 
 
