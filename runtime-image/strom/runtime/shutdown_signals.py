@@ -44,6 +44,29 @@ def _ignore(signum: int, frame: FrameType | None) -> None:
     """A stop signal during the shutdown it started: nothing more to do."""
 
 
+_deferring = 0  # depth of defer_stop_signals() blocks in the main thread
+_deferred: int | None = None  # the stop signal that arrived inside one, raised when the outermost ends
+
+
+@contextmanager
+def defer_stop_signals() -> Iterator[None]:
+    """Within the block a stop signal does not raise at once but when the block ends. For steps that must
+    not be cut in half: a child process whose start-up data multiprocessing had only half written dies
+    in its spawn_main with an EOFError traceback on stderr."""
+    global _deferring, _deferred
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+        if _deferring == 0 and _deferred is not None:
+            signum, _deferred = _deferred, None
+            raise Terminated(signum)
+
+
 @contextmanager
 def stop_on_signals(on_signal: Callable[[int], None] | None = None) -> Iterator[None]:
     """Within the block, SIGINT and SIGTERM raise `Terminated` in the main thread (after calling
@@ -61,6 +84,10 @@ def stop_on_signals(on_signal: Callable[[int], None] | None = None) -> Iterator[
             signal.signal(sig, _ignore)
         if on_signal is not None:
             on_signal(signum)
+        if _deferring:
+            global _deferred
+            _deferred = signum
+            return
         raise Terminated(signum)
 
     for sig in STOP_SIGNALS:

@@ -61,7 +61,7 @@ from strom.runtime.rpc import (
     TriggerCheckpoint,
     WorkerReady,
 )
-from strom.runtime.shutdown_signals import stop_on_signals
+from strom.runtime.shutdown_signals import defer_stop_signals, stop_on_signals
 from strom.runtime.taskmanager.registration import (
     JobManagerAddress,
     RegistrationAttempts,
@@ -181,7 +181,8 @@ class TaskManager:
             daemon=True,
             name=f"strom-slot-{slot.index}",
         )
-        proc.start()
+        with defer_stop_signals():  # a SIGTERM mid-start would leave the child half its start-up data
+            proc.start()
         child.close()
         ready = parent.recv()
         if not isinstance(ready, WorkerReady):
