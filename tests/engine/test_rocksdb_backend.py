@@ -616,3 +616,37 @@ def test_scans_list_exactly_the_keys_under_a_prefix_with_deleted_neighbours(pref
         assert [k for k, _ in be.scan(prefix)] == [k for k in live if k.startswith(prefix)]
     finally:
         be.close()
+
+
+@pytest.mark.parametrize("incremental", [False, True])
+def test_a_snapshot_outlives_its_closed_backend(tmp_path: Path, incremental: bool):
+    """A task may end (closing its backend, which removes its working directory) while the asynchronous phase
+    of its last checkpoint still reads the local RocksDB checkpoint: that phase must still see the files
+    (before: 'No such file or directory: .../chk-.../000014.sst' declined the checkpoint and failed the job)."""
+    storage = _Storage(checkpoint_storage_for(tmp_path.as_uri()))
+    be = make_backend("rocksdb", **{"state.backend.incremental": incremental})
+    s = be.get_state(ValueStateDescriptor("v"))
+    for i in range(50):
+        be.set_current_key(i)
+        s.update(i * 10)
+    snap = snapshot_rocksdb(be, None, operator_uid="uid-1")
+    local_dir = snap.local_dir
+    be.close()
+    assert not os.path.exists(be.workdir) and os.path.isdir(local_dir)
+    handle = materialize(snap, storage.uploader)
+    assert not os.path.exists(local_dir)  # the asynchronous phase removes it
+    heap = make_backend("hashmap")
+    restore_keyed(heap, None, [storage.bind(handle) if isinstance(handle, IncrementalKeyedStateHandle) else handle])
+    restored = {k: v for _, d in heap.entries_by_key_group().items() for k, _, v in d["v"]}
+    assert restored == {i: i * 10 for i in range(50)}
+
+
+def test_a_snapshot_dropped_without_its_asynchronous_phase_leaves_no_directory():
+    be = make_backend("rocksdb")
+    be.get_state(ValueStateDescriptor("v"))
+    snap = snapshot_rocksdb(be, None, operator_uid="uid-1")
+    local_dir = snap.local_dir
+    assert os.path.isdir(local_dir)
+    del snap
+    be.close()
+    assert not os.path.exists(local_dir)

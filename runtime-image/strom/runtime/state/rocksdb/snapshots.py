@@ -28,6 +28,7 @@ import os
 import pickle
 import shutil
 import tempfile
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -58,7 +59,7 @@ class SharedStateUploader(Protocol):
 Fetch = Callable[[str], bytes]  # a path relative to the checkpoint directory -> the file's bytes
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class RocksDBFullSnapshot:
     """Synchronous phase of a full snapshot: a local RocksDB checkpoint, read in canonical form later."""
 
@@ -77,7 +78,7 @@ class RocksDBFullSnapshot:
         return _serialize_full(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class RocksDBIncrementalSnapshot:
     """Synchronous phase of an incremental snapshot: a local RocksDB checkpoint of hard links."""
 
@@ -153,14 +154,22 @@ def snapshot_rocksdb(
     event, processing = timer_service.timer_entries() if timer_service is not None else ([], [])
     states = tuple(StateMeta(t.name, t.kind, t.ttl) for t in backend.tables.values())
     backend.db.flush()  # the write-ahead log is off: only flushed data is in the checkpoint
-    local_dir = tempfile.mkdtemp(prefix="chk-", dir=backend.workdir)
+    # Beside the working directory, not in it: the task may end (and close the backend, which removes its
+    # working directory) while this snapshot's asynchronous phase still reads the files. Same file system,
+    # so RocksDB's checkpoint is hard links. Removed by the asynchronous phase, or when the snapshot is
+    # dropped without one.
+    local_dir = tempfile.mkdtemp(prefix=os.path.basename(backend.workdir) + "-chk-",
+                                 dir=os.path.dirname(backend.workdir))
     os.rmdir(local_dir)  # RocksDB creates the checkpoint directory itself
     Checkpoint(backend.db).create_checkpoint(local_dir)
+    snapshot: RocksDBFullSnapshot | RocksDBIncrementalSnapshot
     if not backend.incremental:
-        return RocksDBFullSnapshot(
+        snapshot = RocksDBFullSnapshot(
             uid, backend.max_parallelism, backend.key_group_range, states, local_dir, event, processing
         )
-    return RocksDBIncrementalSnapshot(
+        weakref.finalize(snapshot, shutil.rmtree, local_dir, True)
+        return snapshot
+    snapshot = RocksDBIncrementalSnapshot(
         uid,
         backend.max_parallelism,
         backend.key_group_range,
@@ -172,6 +181,8 @@ def snapshot_rocksdb(
         processing,
         backend.next_seq,
     )
+    weakref.finalize(snapshot, shutil.rmtree, local_dir, True)
+    return snapshot
 
 
 # -- asynchronous phase ------------------------------------------------------------------------
