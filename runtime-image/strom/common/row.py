@@ -163,6 +163,8 @@ class Row:
         return not self == other
 
     def __hash__(self) -> int:
+        # PyFlink's hash, for dicts and sets inside one process only: partitions and key groups of Row keys
+        # come from key_groups' stable encoding of the values, never from this salted hash
         return hash(tuple(self._values))
 
     def _ordered(self, other: object) -> list[Any] | None:

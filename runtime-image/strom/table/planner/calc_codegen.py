@@ -13,6 +13,7 @@ closures) is a named constant, never user text.
 
 from __future__ import annotations
 
+import abc
 import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -207,8 +208,9 @@ class _Compiled:
         self.consts = consts
         self._bind()
 
+    @abc.abstractmethod
     def _bind(self) -> None:
-        raise NotImplementedError
+        """Install the compiled function as this function object's map or flat_map."""
 
     def __getstate__(self) -> dict[str, Any]:
         return {"source": self.source, "consts": self.consts}
