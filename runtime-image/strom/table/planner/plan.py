@@ -374,10 +374,7 @@ class JoinNode(PlanNode):
 
     def describe(self) -> str:
         names = self.names()
-        n_left = len(self.left.columns) if self.left is not None else 0
-        keys = ", ".join(f"{names[a]} = {names[n_left + b]}" for a, b in zip(self.left_keys, self.right_keys,
-                                                                             strict=True))
-        where = f" AND {self.condition.sql()}" if self.condition is not None else ""
+        keys, where = join_condition_text(names, self.left, self.left_keys, self.right_keys, self.condition)
         return f"Join(joinType=[{self.kind}], where=[{keys}{where}], select=[{', '.join(names)}])"
 
 
@@ -405,9 +402,15 @@ class IntervalJoinNode(PlanNode):
 
     def describe(self) -> str:
         names = self.names()
-        n_left = len(self.left.columns) if self.left is not None else 0
-        keys = ", ".join(f"{names[a]} = {names[n_left + b]}" for a, b in zip(self.left_keys, self.right_keys,
-                                                                             strict=True))
-        where = f" AND {self.condition.sql()}" if self.condition is not None else ""
+        keys, where = join_condition_text(names, self.left, self.left_keys, self.right_keys, self.condition)
         return (f"IntervalJoin(joinType=[InnerJoin], windowBounds=[leftLowerBound={self.lower}, "
                 f"leftUpperBound={self.upper}], where=[{keys}{where}], select=[{', '.join(names)}])")
+
+
+def join_condition_text(names: list[str], left: PlanNode | None, left_keys: list[int], right_keys: list[int],
+                        condition: Expression | None) -> tuple[str, str]:
+    """A two-input join's condition as describe() shows it: the key equalities over the output column names
+    (right keys shifted past the left's columns), and ` AND <rest>` or '' without a rest."""
+    n_left = len(left.columns) if left is not None else 0
+    keys = ", ".join(f"{names[a]} = {names[n_left + b]}" for a, b in zip(left_keys, right_keys, strict=True))
+    return keys, f" AND {condition.sql()}" if condition is not None else ""

@@ -28,7 +28,14 @@ from strom.table.errors import NotSupportedYet, ValidationException
 from strom.table.expressions import Expression
 from strom.table.planner import join
 from strom.table.planner.event_time import to_millis
-from strom.table.planner.plan import CalcNode, PlanNode, RankNode, SourceNode, WatermarkAssignerNode
+from strom.table.planner.plan import (
+    CalcNode,
+    PlanNode,
+    RankNode,
+    SourceNode,
+    WatermarkAssignerNode,
+    join_condition_text,
+)
 from strom.table.planner.rows import make_row
 from strom.table.planner.scalar import compile_scalar
 
@@ -57,10 +64,7 @@ class TemporalJoinNode(PlanNode):
 
     def describe(self) -> str:
         names = self.names()
-        n_left = len(self.left.columns) if self.left is not None else 0
-        keys = ", ".join(f"{names[a]} = {names[n_left + b]}" for a, b in zip(self.left_keys, self.right_keys,
-                                                                             strict=True))
-        where = f" AND {self.condition.sql()}" if self.condition is not None else ""
+        keys, where = join_condition_text(names, self.left, self.left_keys, self.right_keys, self.condition)
         return (f"TemporalJoin(joinType=[{self.kind}], asOf=[{names[self.left_time]}], where=[{keys}{where}], "
                 f"select=[{', '.join(names)}])")
 

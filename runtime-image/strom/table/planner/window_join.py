@@ -18,7 +18,7 @@ from strom.datastream.functions import KeyedCoProcessFunction
 from strom.datastream.state import ListStateDescriptor
 from strom.table.expressions import Expression
 from strom.table.planner.event_time import to_millis
-from strom.table.planner.plan import Columns, PlanNode
+from strom.table.planner.plan import Columns, PlanNode, join_condition_text
 from strom.table.planner.rows import make_row
 from strom.table.planner.scalar import compile_scalar
 
@@ -58,10 +58,7 @@ class WindowJoinNode(PlanNode):
 
     def describe(self) -> str:
         names = self.names()
-        n_left = len(self.left.columns) if self.left is not None else 0
-        keys = ", ".join(f"{names[a]} = {names[n_left + b]}" for a, b in zip(self.left_keys, self.right_keys,
-                                                                             strict=True))
-        where = f" AND {self.condition.sql()}" if self.condition is not None else ""
+        keys, where = join_condition_text(names, self.left, self.left_keys, self.right_keys, self.condition)
         return f"WindowJoin(joinType=[{self.kind}], where=[{keys}{where}], select=[{', '.join(names)}])"
 
     def build_stream(self, streams: list[Any]) -> Any:
