@@ -237,6 +237,7 @@ def run_job(
     (`interrupted` says what became of the job)."""
     from strom.datastream.stream_execution_environment import NoOperatorsError, set_context
     from strom.runtime.local_executor import JobExecutionError
+    from strom.table.errors import TableException
 
     err = stderr or sys.stderr
     module = None
@@ -253,6 +254,10 @@ def run_job(
     try:
         if module:
             runpy.run_module(module, run_name="__main__", alter_sys=True)
+        elif path.endswith(".sql"):  # a SQL script as the application (strom.table.sql_application)
+            from strom.table.sql_application import run_sql_file
+
+            run_sql_file(path, configuration)
         else:
             runpy.run_path(path, run_name="__main__")
         return EXIT_OK
@@ -277,6 +282,9 @@ def run_job(
         print(str(e), file=err)
         return EXIT_JOB_FAILED
     except Exception as e:  # noqa: BLE001 - any error of the job program is reported, not raised
+        if isinstance(e, TableException) and path.endswith(".sql"):  # a script's statement: line and column
+            print(f"strom: error: {e if getattr(e, 'source', None) else f'{path}: {e}'}", file=err)
+            return EXIT_JOB_FAILED
         print("\n The program finished with the following exception:\n", file=err)
         print(_user_traceback(e, path), file=err, end="")
         return EXIT_JOB_FAILED
@@ -469,6 +477,8 @@ def check_job_file(path: str) -> None:
         return
     if not os.path.isfile(path):
         raise UsageError(f"job file {path!r} does not exist")
+    if path.endswith(".sql"):
+        return  # a SQL script is parsed by the application itself, statement by statement
     with open(path, "rb") as f:
         compile(f.read(), path, "exec")  # a SyntaxError before any process starts for the job
 
