@@ -4,7 +4,7 @@ peak RSS per query, with same-run baselines: the generator alone, and the query'
     python -m benchmarks.nexmark --query q5 --events 2000000 --parallelism 1 [--checkpoint-interval 10s]
     python -m benchmarks.nexmark --all --events 1000000
     python -m benchmarks.nexmark --query q5 --events 200000 --state-backend rocksdb
-    python -m benchmarks.nexmark --conditions flink [--query q5] [--events 200000 | --full] [--repeat 3]
+    python -m benchmarks.nexmark --conditions flink [--query q5] [--events 1000000 | --full] [--repeat 3]
 
 With --checkpoint-interval the query runs twice, without and with checkpoints (file://), and the
 overhead is printed. `--conditions flink` runs every query (or --query) on the local cluster as Flink's
@@ -39,7 +39,8 @@ from benchmarks.nexmark.reference import REFERENCES  # noqa: E402
 from benchmarks.nexmark.runner import RunFigures, run_timed  # noqa: E402
 from benchmarks.progress import step
 
-CONDITIONS_EVENTS = 200_000  # --conditions' short default (CI-friendly); --full for FULL_EVENTS
+CONDITIONS_EVENTS = 1_000_000  # --conditions' default: a job's fixed cost is < 5% of every query's run
+FIXED_SHARE_LIMIT = 0.05  # above this share of a run's CPU, the fixed per-job cost is flagged
 FULL_EVENTS = 10_000_000
 REFERENCE_EVENTS_MAX = 200_000  # the reference holds its input in memory; its rate is measured on a prefix
 FLINK_PER_CORE = {  # Nexmark's published Flink 1.13 figures (RocksDB, exactly-once checkpoints), events/s/core
@@ -149,7 +150,13 @@ def run_all(args: argparse.Namespace) -> None:
 
 def run_flink_conditions(args: argparse.Namespace) -> None:
     """Every query (or --query) under Flink's conditions on one cluster, and in-process on heap state."""
-    from benchmarks.nexmark.flink_conditions import FLINK_CHECKPOINT_INTERVAL_MS, run_on_cluster, start_cluster
+    from benchmarks.nexmark.flink_conditions import (
+        FLINK_CHECKPOINT_INTERVAL_MS,
+        WARMUP_EVENTS,
+        run_on_cluster,
+        start_cluster,
+        warm_up,
+    )
 
     interval = args.checkpoint_interval or FLINK_CHECKPOINT_INTERVAL_MS
     events = FULL_EVENTS if args.full else args.events
@@ -159,35 +166,47 @@ def run_flink_conditions(args: argparse.Namespace) -> None:
     cluster = start_cluster(args.parallelism)
     try:
         for query in queries:
-            cluster_rates, heap_rates, checkpoints, outputs = [], [], [], set()
+            with step(f"{query}: warm-up, 2 untimed jobs of {WARMUP_EVENTS:,} events"):
+                warm = warm_up(cluster, query, config, parallelism=args.parallelism, interval_ms=interval)
+            cluster_rates, cluster_cpu, heap_rates, checkpoints, outputs = [], [], [], [], set()
             for i in range(args.repeat):
                 with step(f"{query}: cluster p{args.parallelism}, rocksdb, checkpoints {interval} ms, "
                           f"run {i + 1} of {args.repeat}"):
                     figures = run_on_cluster(cluster, query, config, parallelism=args.parallelism,
                                              interval_ms=interval)
                 cluster_rates.append(figures.events_per_cpu_second)
+                cluster_cpu.append(figures.cpu_seconds)
                 checkpoints.append(figures.checkpoints)
                 outputs.add(figures.outputs)
                 with step(f"{query}: in-process p1, heap, run {i + 1} of {args.repeat}"):
                     heap = run_timed(query, config, parallelism=1, state_backend="hashmap")
                 heap_rates.append(heap.events_per_cpu_second)
                 outputs.add(heap.outputs)
-            rows.append((query, cluster_rates, heap_rates, checkpoints, outputs))
+            fixed_share = warm.job_cpu_seconds / statistics.median(cluster_cpu)
+            rows.append((query, cluster_rates, heap_rates, checkpoints, outputs, warm, fixed_share))
             print(f"  {query} done: {max(cluster_rates):,.0f} events/CPU-s on the cluster", file=sys.stderr, flush=True)
     finally:
         cluster.close()
     print(f"events={events:,}; cluster: {args.parallelism} TaskManagers x 1 slot (slot processes, keyed exchanges over "
           f"loopback TCP), RocksDB, incremental exactly-once checkpoints every {interval:,} ms; in-process: "
           f"parallelism 1, heap state, no checkpoints. ev/CPU-s = events per CPU-second of all processes involved "
-          f"(JobManager, TaskManagers, slot processes); {args.repeat} run(s): median [min-max]")
+          f"(JobManager, TaskManagers, slot processes); {args.repeat} run(s): median [min-max]. Steady state: each "
+          f"query first ran twice untimed on {WARMUP_EVENTS:,} events (the first loads its code into the slot "
+          f"processes: 'warm-up s'); 'fixed' = the second's CPU (what every job pays: deployment, start, end) as a "
+          f"share of a timed run's CPU, which includes it")
     print(f"{'query':<6}{'cluster ev/CPU-s':>26}{'Flink/core':>12}{'cluster/Flink':>15}{'heap in-process ev/CPU-s':>32}"
-          f"{'heap/cluster':>14}{'checkpoints':>13}{'outputs':>10}")
-    for query, cluster_rates, heap_rates, checkpoints, outputs in rows:
+          f"{'heap/cluster':>14}{'warm-up s':>11}{'fixed':>8}{'checkpoints':>13}  outputs")
+    for query, cluster_rates, heap_rates, checkpoints, outputs, warm, fixed_share in rows:
         flink = FLINK_PER_CORE.get(query)
         c, h = statistics.median(cluster_rates), statistics.median(heap_rates)
+        flag = "!" if fixed_share > FIXED_SHARE_LIMIT else " "
         print(f"{query:<6}{_spread(cluster_rates):>26}{f'{flink:,}' if flink else '-':>12}"
               f"{f'{c / flink:.2f}' if flink else '-':>15}{_spread(heap_rates):>32}{h / c:>14.2f}"
-              f"{'/'.join(map(str, checkpoints)):>13}{'/'.join(f'{o:,}' for o in sorted(outputs)):>10}")
+              f"{warm.first_job_cpu_seconds:>11.2f}{100 * fixed_share:>7.1f}%{flag}"
+              f"{'/'.join(map(str, checkpoints)):>12}  {'/'.join(f'{o:,}' for o in sorted(outputs))}")
+    if any(row[-1] > FIXED_SHARE_LIMIT for row in rows):
+        print(f"! the fixed per-job cost is over {FIXED_SHARE_LIMIT:.0%} of that query's run: more --events for its "
+              "steady state")
 
 
 def _spread(rates: list[float]) -> str:
