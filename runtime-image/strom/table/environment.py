@@ -5,9 +5,10 @@ Each query or INSERT runs as its own job on a fresh StreamExecutionEnvironment w
 configuration (as Flink submits one job per statement); to_changelog_stream / to_data_stream add the
 plan to the user's StreamExecutionEnvironment instead.
 
-BATCH (`in_batch_mode()`): the same plan runs bounded on the streaming runtime and aggregations emit
-only their final rows (insert-only results, as Flink's batch planner). Running bounded SQL on Spark, the
-project's direction for BATCH, is not wired yet.
+BATCH (`in_batch_mode()`): a bounded plan runs as Spark SQL through PySpark (strom.batch.sql;
+`table.exec.batch.runner` = 'spark', the default); a plan Spark cannot run faithfully, or 'strom', runs
+bounded on the streaming runtime, where aggregations emit only their final rows (insert-only results, as
+Flink's batch planner).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from strom.batch import sql as batch_sql
 from strom.common.config_options import TABLE_DML_SYNC, TABLE_LOCAL_TIME_ZONE, TABLE_STATE_TTL
 from strom.common.configuration import Configuration
 from strom.common.row import Row
@@ -414,7 +416,9 @@ class TableEnvironment:
         if isinstance(s, sqlp.Describe):
             return self._describe(s.name)
         if isinstance(s, sqlp.Explain):
-            text = "== Optimized Physical Plan ==\n" + self._plan_query(s.query).digest() + "\n"
+            plan = self._plan_query(s.query)
+            text = "== Optimized Physical Plan ==\n" + plan.digest() + "\n"
+            text += batch_sql.explain(self, plan) if not self._streaming else ""
             return TableResult([("result", DataTypes.STRING(False))], ResultKind.SUCCESS_WITH_CONTENT,
                                rows=[Row(text)])
         if isinstance(s, sqlp.Insert):
@@ -542,6 +546,8 @@ class TableEnvironment:
         return StreamExecutionEnvironment(self._env.get_configuration().copy())
 
     def _execute_query(self, node: PlanNode) -> TableResult:
+        if not self._streaming and (on_spark := batch_sql.run_query(self, node)) is not None:
+            return on_spark
         env = self._job_env(node)
         ds = translate(node, env)
 
@@ -598,6 +604,10 @@ class TableEnvironment:
         """INSERTs as ONE job: identical sub-plans are translated once (the memo) and feed every sink."""
         self._sync_session()
         checked = [(self._check_insert(t, n, c, o), o) for t, n, c, o in inserts]
+        if not self._streaming:
+            on_spark = batch_sql.run_inserts(self, [(t, n, o) for (t, n), o in checked])
+            if on_spark is not None:
+                return on_spark
         env = self._job_env(next((n for (_, n), _ in checked if _reads_data_stream(n)), None))
         memo: dict[str, DataStream] = {}
         names = []
