@@ -42,7 +42,7 @@ _SINK_OPTIONS = {
     "sink.shuffle-by-partition.enable", "auto-compaction", "partition.time-extractor.timestamp-pattern",
     "sink.partition-commit.watermark-time-zone",
 }
-_SOURCE_OPTIONS = {"source.monitor-interval", "partition.default-name"}
+_SOURCE_OPTIONS = {"source.monitor-interval", "partition.default-name", "lookup.join.cache.ttl"}
 # Hive's escaping of partition values in directory names (FileUtils.escapePathName), as Flink uses
 _SAFE = "".join(chr(c) for c in range(32, 127) if chr(c) not in '"#%\'*/:=?\\\x7f{[]^')
 
@@ -95,7 +95,7 @@ class FileSystemFactory(ConnectorFactory):
         factory.validate(ctx.name, self._file_columns(ctx), options)
         for key in ("sink.rolling-policy.rollover-interval", "sink.rolling-policy.check-interval",
                     "sink.rolling-policy.inactivity-interval", "source.monitor-interval",
-                    "sink.partition-commit.delay"):
+                    "sink.partition-commit.delay", "lookup.join.cache.ttl"):
             if key in ctx.options:
                 try:
                     parse_duration_ms(ctx.options[key])
@@ -131,6 +131,18 @@ class FileSystemFactory(ConnectorFactory):
             builder = builder.monitor_continuously(parse_duration_ms(ctx.options["source.monitor-interval"]))
         return env.from_source(builder.build(), WatermarkStrategy.no_watermarks(),
                                f"TableSourceScan[{ctx.display_name}]").uid(uid)
+
+    def lookup_function(self, ctx: TableContext, key_columns: list[str]) -> Any:
+        """The whole table in memory, read again after `lookup.join.cache.ttl` (filesystem_lookup.py)."""
+        from strom.table.connectors.filesystem_lookup import DEFAULT_CACHE_TTL_MS, FileSystemLookupSource
+
+        factory, options = self._format(ctx)
+        decode = factory.decoder(ctx.name, self._file_columns(ctx), options)
+        line_format = _TableLineFormat(decode, ctx, local_path(ctx.options["path"]))
+        ttl = ctx.options.get("lookup.join.cache.ttl")
+        names = ctx.column_names()
+        return FileSystemLookupSource(ctx.name, ctx.options["path"], line_format, [names.index(k) for k in key_columns],
+                                      ttl_ms=DEFAULT_CACHE_TTL_MS if ttl is None else parse_duration_ms(ttl))
 
     # -- sink --------------------------------------------------------------------------------------
     def sink_mode(self, ctx: TableContext) -> SinkMode:
