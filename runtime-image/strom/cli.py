@@ -527,6 +527,10 @@ def _main(args: list[str]) -> int:
     if args[0] in ("-V", "--version"):
         print(f"strom {__version__}")
         return EXIT_OK
+    if args[0] == "sql":  # the SQL client handles SIGINT itself: Ctrl-C cancels a query, not the session
+        from strom.sql_client.command import sql_command
+
+        return sql_command(args[1:])
     verbose = request_is_verbose(args)
     try:
         with stop_on_signals(on_signal=None if verbose else _quiet_library_tracebacks):

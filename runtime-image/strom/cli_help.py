@@ -29,6 +29,10 @@ Run a job here:
   run          Run a job file on a local mini-cluster (JobManager + TaskManager processes) and
                wait until it finishes; --threads runs it in this process instead.
 
+Run SQL:
+  sql          Flink's SQL Client: an interactive SQL shell (-f SCRIPT.sql runs a script, -i INIT.sql
+               sets up the session); jobs run locally, or on a cluster with --jobmanager HOST:PORT.
+
 Run a cluster's processes:
   jobmanager   Start a JobManager (session mode), or with --job PATH run that job in it
                (application mode) and exit with its outcome.
