@@ -1,8 +1,9 @@
 """Contract: the keyed rolling reduce gives the same running values on every backend, cached or not.
 
 On the heap the per-record loop writes the state's live dict; on RocksDB it writes a bounded namespace
-cache in front of RocksDB (written through at every snapshot) until the cache outgrows its bound, then
-goes on per record through RocksDB. Expected running values come from a plain-Python pass.
+cache in front of RocksDB (the changed keys written through at every snapshot), which evicts its oldest
+entries past its bound and reads them back from RocksDB when a batch needs them. Expected running values
+come from a plain-Python pass.
 """
 
 from __future__ import annotations
@@ -110,12 +111,15 @@ def test_rolling_reduce_keeps_running_values_over_a_snapshot_and_rescale(before:
         second.close()
 
 
-def test_a_tiny_rocksdb_cache_hands_the_running_values_to_rocksdb():
-    """7 keys over 2 subtasks outgrow a 2-entry cache: both subtasks go on per record through RocksDB."""
+def test_a_tiny_rocksdb_cache_evicts_and_reads_the_evicted_running_values_back():
+    """7 keys over 2 subtasks outgrow a 2-entry cache: each subtask evicts running values to RocksDB and reads
+    them back for later records of their keys (a lost value would restart a key's sum)."""
     job = ReduceJob(2, "rocksdb", CACHES["tiny"])
     try:
         job.send(PHASE1)
-        assert [op._cache for op in job.ops] == [None, None]
+        caches = [op._cache for op in job.ops]
+        assert all(c is not None for c in caches), "the cache closed: the eviction path is not covered"
+        assert [c.complete for c in caches] == [False, False], "nothing was evicted"  # type: ignore[union-attr]
         assert sorted(job.out.records) == _running_values(PHASE1)
     finally:
         job.close()

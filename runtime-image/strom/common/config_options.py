@@ -328,6 +328,23 @@ NETWORK_MEMORY_MAX = option(
     minimum=4 * 1024,
     deprecated_keys=("taskmanager.network.memory.max",),
 )
+PROCESS_MEMORY = option(
+    "taskmanager.memory.process.size",
+    "memory",
+    0,
+    "Total memory of a TaskManager (Flink's key; the container's memory on Kubernetes). With heap state, each "
+    "slot process may use this divided by taskmanager.numberOfTaskSlots; past it the task fails with a one-line "
+    "error instead of the machine swapping. 0: 90% of the machine's (or the container's) memory.",
+    minimum=0,
+)
+TASK_HEAP_MEMORY = option(
+    "taskmanager.memory.task.heap.size",
+    "memory",
+    0,
+    "Memory for tasks' heap state and objects (Flink's key); when set, it bounds each slot process with heap "
+    "state (divided by taskmanager.numberOfTaskSlots) instead of taskmanager.memory.process.size. 0: not set.",
+    minimum=0,
+)
 BUFFERS_PER_CHANNEL = option(
     "taskmanager.network.memory.buffers-per-channel",
     "int",

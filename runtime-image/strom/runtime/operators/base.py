@@ -21,7 +21,7 @@ from strom.datastream.functions import Function, RuntimeContext
 from strom.runtime.metrics import MetricGroup
 from strom.runtime.operators.declared_state import with_declared_types
 from strom.runtime.state.api import KeyedStateBackend, StateAccessError
-from strom.runtime.state.backends import create_keyed_state_backend
+from strom.runtime.state.backends import create_keyed_state_backend, watch_memory
 from strom.runtime.state.operator_state import DefaultOperatorStateStore
 from strom.runtime.state.timers import InternalTimer, InternalTimerService
 
@@ -160,6 +160,7 @@ class StreamOperator:
             # a key that cannot be hashed the same in every process is refused naming the user's function
             selectors = " / ".join(describe_key_selector(s) for s in self.key_selectors if s is not None)
             self.backend.key_groups.owner = f"{selectors} of operator {ctx.operator_name!r}"
+            watch_memory(ctx, self.backend)  # heap state fails the task before it outgrows the slot's memory
             self.timer_service = InternalTimerService(
                 backend=self.backend,
                 on_event_time=self.on_event_time,

@@ -192,14 +192,15 @@ class ReduceOperator(StreamOperator):
         self._fn = self._reduce_function()
         # the running value lives in the keyed backend, so snapshots see it per key group: in a value
         # state; the per-record loop uses its live dict when the backend offers one (the heap), or a
-        # bounded namespace cache in front of it (RocksDB), until the cache outgrows its bound
+        # bounded namespace cache in front of it (RocksDB) that evicts past its bound and is told which keys a
+        # batch reads (fetch_missing) and wrote (mark_written), so a snapshot writes only what changed
         self._running = self.backend.get_state(ValueStateDescriptor("_reduce"))  # type: ignore[union-attr]
         self._acc: dict[Any, Any] | None = None
         self._cache: NamespaceCache | None = None
         if isinstance(self._running, InMemoryNamespaces):
             self._acc = self._running.namespace_map(VOID)
         elif isinstance(self._running, CachingNamespaces):
-            self._cache = self._running.open_namespace_cache()
+            self._cache = self._running.open_namespace_cache(fetches=True)
             if self._cache is not None:
                 self._acc = self._cache.namespace_map(VOID)
 
@@ -215,7 +216,11 @@ class ReduceOperator(StreamOperator):
         out = []
         append = out.append
         backend = self.backend
-        for k, v in zip(self.keys_for(values, keys), values, strict=True):
+        keys = self.keys_for(values, keys)
+        cache = self._cache
+        if cache is not None:
+            cache.fetch_missing(VOID, keys)
+        for k, v in zip(keys, values, strict=True):
             backend.current_key = k  # type: ignore[union-attr]
             cur = acc.get(k)
             if cur is None and k not in acc:
@@ -224,10 +229,8 @@ class ReduceOperator(StreamOperator):
                 new = fn(cur, v)
             acc[k] = new
             append(copy_row(new) if type(new) is Row else new)  # the emitted value stays as it was emitted
-        cache = self._cache
-        if cache is not None and cache.over_limit():
-            cache.close()  # every running value into RocksDB; per record through the state from now on
-            self._cache = self._acc = None
+        if cache is not None:
+            cache.mark_written(VOID, keys)
         self.output.collect(out, timestamps)
 
     def _process_through_state(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:

@@ -163,6 +163,14 @@ class NamespaceCache(InMemoryNamespaces, Protocol):
     def over_limit(self) -> bool:
         """More entries in memory than the configured bound."""
 
+    def fetch_missing(self, namespace: Any, keys: list[Any]) -> None:
+        """A cache opened with `fetches=True`, before a batch: bring the keys' entries that were evicted back
+        into the namespace's dict (a key still missing after it has no value)."""
+
+    def mark_written(self, namespace: Any, keys: list[Any]) -> None:
+        """A cache opened with `fetches=True`, after a batch: these keys were written (the next write-through
+        writes them, and only them); evicts past the bound, so such a cache never needs closing."""
+
     def close(self) -> None:
         """Write every entry through to the backend and stop caching; the dicts are no longer live."""
 
@@ -171,5 +179,6 @@ class NamespaceCache(InMemoryNamespaces, Protocol):
 class CachingNamespaces(Protocol):
     """A state that can put a bounded `NamespaceCache` in front of its storage (RocksDB)."""
 
-    def open_namespace_cache(self) -> NamespaceCache | None:
-        """The cache, or None when this state or configuration does not allow one."""
+    def open_namespace_cache(self, *, fetches: bool = False) -> NamespaceCache | None:
+        """The cache, or None when this state or configuration does not allow one. `fetches`: the caller
+        calls `fetch_missing` and `mark_written` around every batch, so the cache may evict entries."""

@@ -14,6 +14,7 @@ from strom.common.config_options import ConfigError
 from strom.common.key_groups import KeyGroupRange
 from strom.runtime.state.api import KeyedStateBackend, wall_clock_ms
 from strom.runtime.state.heap.backend import HeapKeyedStateBackend
+from strom.runtime.state.heap.memory_guard import watch_heap_state
 
 
 def create_keyed_state_backend(
@@ -59,3 +60,10 @@ def create_keyed_state_backend(
             tuning=settings.tuning,
         )
     raise ConfigError(f"invalid value {raw!r} for '{opts.STATE_BACKEND.key}': expected hashmap or rocksdb")
+
+
+def watch_memory(ctx: Any, backend: KeyedStateBackend) -> None:
+    """Heap state is watched against its slot's share of the TaskManager's memory (`heap.memory_guard`): the task
+    fails with a one-line error before the machine swaps. RocksDB state lives on disk and is not watched."""
+    if isinstance(backend, HeapKeyedStateBackend):
+        watch_heap_state(ctx, backend)

@@ -120,9 +120,9 @@ class _RocksDBState:
         _remember(self.backend, self.table, k, None)
         self.table.dirty.add(k)
 
-    def open_namespace_cache(self) -> NamespaceCache | None:
+    def open_namespace_cache(self, *, fetches: bool = False) -> NamespaceCache | None:
         """api.CachingNamespaces: a bounded in-memory cache of this state's namespaces (see namespace_cache)."""
-        return self.backend.open_namespace_cache(self.table)
+        return self.backend.open_namespace_cache(self.table, fetches=fetches)
 
     # window merging: move the values of several namespaces into the current one
     def _raw_pop(self, namespace: Any) -> Any:

@@ -1,0 +1,110 @@
+"""The RocksDB namespace cache used with fetches (the rolling reduce's): eviction past its bound, reading evicted
+entries back, and write-throughs that write the changed keys only.
+
+The expected state is a plain dict driven by the same updates; what RocksDB holds is read back through the
+backend's canonical entries (the form snapshots hold), or counted in RocksDB's memtable.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from strom.common import Configuration
+from strom.common.key_groups import KeyGroupRange
+from strom.datastream.state import ValueStateDescriptor
+from strom.runtime.state.api import VOID
+from strom.runtime.state.backends import create_keyed_state_backend
+from strom.runtime.state.rocksdb.backend import RocksDBKeyedStateBackend
+from strom.runtime.tasks.processing_time import ManualClock
+
+MAX_P = 128
+
+
+def make_backend(bound: int) -> RocksDBKeyedStateBackend:
+    config = Configuration(
+        {"state.backend.type": "rocksdb", "state.backend.rocksdb.namespace-cache.max-entries": bound}
+    )
+    backend = create_keyed_state_backend(
+        config, max_parallelism=MAX_P, key_group_range=KeyGroupRange(0, MAX_P - 1), clock=ManualClock(0),
+        operator_name="op", operator_uid="uid-1",
+    )
+    assert isinstance(backend, RocksDBKeyedStateBackend)
+    return backend
+
+
+def stored(backend: RocksDBKeyedStateBackend) -> dict[Any, Any]:
+    """key -> value of state 'v' as a snapshot sees it."""
+    return {k: v for groups in backend.entries_by_key_group().values() for k, _, v in groups.get("v", ())}
+
+
+def run_batch(cache: Any, batch: list[tuple[int, int]], reference: dict[int, int]) -> None:
+    """What the rolling reduce does with a batch: fetch, add per record from the dict, mark."""
+    keys = [k for k, _ in batch]
+    cache.fetch_missing(VOID, keys)
+    m = cache.namespace_map(VOID)
+    for k, amount in batch:
+        m[k] = m.get(k, 0) + amount
+        reference[k] = reference.get(k, 0) + amount
+    cache.mark_written(VOID, keys)
+
+
+def test_a_snapshot_after_evictions_equals_a_plain_dict():
+    backend = make_backend(bound=16)
+    try:
+        state = backend.get_state(ValueStateDescriptor("v"))
+        cache = state.open_namespace_cache(fetches=True)
+        assert cache is not None
+        reference: dict[int, int] = {}
+        rnd = random.Random(5)
+        for round_ in range(30):
+            run_batch(cache, [(rnd.randrange(100), rnd.randrange(1, 9)) for _ in range(10)], reference)
+            if round_ % 7 == 6:
+                assert stored(backend) == reference  # a read that scans RocksDB writes the changes through first
+        assert not cache.complete, "nothing was evicted: the eviction path is not covered"
+        assert len(cache.namespace_map(VOID)) <= 16 + 10
+        assert stored(backend) == reference
+    finally:
+        backend.close()
+
+
+def test_a_cache_restored_over_its_bound_starts_empty_and_reads_rocksdb():
+    """State of 50 keys restored under a bound of 8: the cache holds none of it and fetches what a batch needs."""
+    first = make_backend(bound=1000)
+    second = make_backend(bound=8)
+    try:
+        state = first.get_state(ValueStateDescriptor("v"))
+        for k in range(50):
+            first.current_key = k
+            state.update(k * 10)
+        restored = second.get_state(ValueStateDescriptor("v"))
+        for group, entries in first.entries_by_key_group().items():
+            second.write_key_group(group, entries, copy=False)
+        cache = restored.open_namespace_cache(fetches=True)
+        assert cache is not None and not cache.complete and cache.namespace_map(VOID) == {}
+        reference = {k: k * 10 for k in range(50)}
+        run_batch(cache, [(3, 1), (49, 2), (77, 5)], reference)
+        assert stored(second) == reference
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_write_through_writes_the_changed_keys_only():
+    """1000 keys written and flushed; then 3 of them change: the next write-through puts 3 entries into RocksDB's
+    memtable, not 1000 (RocksDB counts the entries of its active memtable)."""
+    backend = make_backend(bound=10_000)
+    try:
+        cache = backend.get_state(ValueStateDescriptor("v")).open_namespace_cache(fetches=True)
+        assert cache is not None
+        reference: dict[int, int] = {}
+        run_batch(cache, [(k, 1) for k in range(1000)], reference)
+        backend.write_through_caches()
+        backend.db.flush()
+        assert backend.db.property_int_value("rocksdb.num-entries-active-mem-table") == 0
+        run_batch(cache, [(5, 1), (500, 1), (5, 1), (999, 1)], reference)
+        backend.write_through_caches()
+        assert backend.db.property_int_value("rocksdb.num-entries-active-mem-table") == 3
+        assert stored(backend) == reference
+    finally:
+        backend.close()
