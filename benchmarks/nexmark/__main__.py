@@ -177,6 +177,10 @@ def run_flink_conditions(args: argparse.Namespace) -> None:
                 cluster_rates.append(figures.events_per_cpu_second)
                 cluster_cpu.append(figures.cpu_seconds)
                 checkpoints.append(figures.checkpoints)
+                if figures.checkpoint_durations_ms:
+                    print(f"  {query} run {i + 1}: {figures.seconds:,.0f} s wall, checkpoints completed "
+                          f"{figures.checkpoints}: durations {list(figures.checkpoint_durations_ms)} ms, sizes "
+                          f"{[round(b / 1024) for b in figures.checkpoint_sizes]} KiB", flush=True)
                 outputs.add(figures.outputs)
                 with step(f"{query}: in-process p1, heap, run {i + 1} of {args.repeat}"):
                     heap = run_timed(query, config, parallelism=1, state_backend="hashmap")

@@ -48,6 +48,8 @@ class ClusterFigures:
     cpu_seconds: float  # this process + every TaskManager and slot process, over the job
     outputs: int
     checkpoints: int
+    checkpoint_durations_ms: tuple[int, ...] = ()  # completed checkpoints (the last 10), oldest first
+    checkpoint_sizes: tuple[int, ...] = ()  # bytes each wrote (incremental: new shared files + private state)
 
     @property
     def events_per_cpu_second(self) -> float:
@@ -103,8 +105,12 @@ def run_on_cluster(
         seconds, cpu = time.perf_counter() - start, _all_cpu_seconds() - cpu_before
         job = cluster.jm.jobs[client.get_job_id()]
         checkpointing = getattr(job, "checkpointing", None)
-        completed = checkpointing.coordinator.stats.snapshot().num_completed if checkpointing is not None else 0
-        return ClusterFigures(query, config.events, seconds, cpu, counted(counts), completed)
+        if checkpointing is None:
+            return ClusterFigures(query, config.events, seconds, cpu, counted(counts), 0)
+        stats = checkpointing.coordinator.stats.snapshot()
+        done = [c for c in reversed(stats.history) if c.status == "COMPLETED"]
+        return ClusterFigures(query, config.events, seconds, cpu, counted(counts), stats.num_completed,
+                              tuple(c.end_to_end_duration for c in done), tuple(c.state_size for c in done))
 
 
 @dataclass(frozen=True, slots=True)
