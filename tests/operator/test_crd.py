@@ -97,8 +97,11 @@ def test_invalid_manifests_are_rejected_with_the_field_path(path, value, where):
 
 def test_missing_required_fields_are_rejected():
     manifest = _example()
-    del manifest["spec"]["job"]["entry"]
-    assert any("'entry' is a required property" in e for e in _errors(manifest))
+    del manifest["spec"]["job"]["entry"]  # none of entry, sql, sqlFrom (oneOf)
+    assert any(e.startswith("spec/job:") and "is not valid under any of the given schemas" in e
+               for e in _errors(manifest))
+    del manifest["spec"]["image"]
+    assert any("'image' is a required property" in e for e in _errors(manifest))
 
 
 def test_api_server_defaults_equal_the_parsed_spec_defaults():

@@ -11,7 +11,6 @@ import sys
 from collections import Counter
 
 import pytest
-
 from strom.table.sql_application import run_sql_application
 from strom.table.sql_check import check_script
 from strom.table.sql_script import SqlScriptError

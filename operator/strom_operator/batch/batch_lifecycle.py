@@ -40,6 +40,7 @@ from strom_operator.batch.observed_driver import ObservedBatch
 from strom_operator.crd.operator_options import OperatorOptions
 from strom_operator.crd.spec import FlinkJobSpec, duration_seconds
 from strom_operator.crd.status import FlinkJobStatus, JobStatus, Reconciliation, format_time
+from strom_operator.lifecycle.sql_admission import SqlVerdict, admission_error
 from strom_operator.lifecycle.steps import IDLE, SOON, Wait, WriteStatus
 from strom_operator.resources.labels import FlinkJobRef
 
@@ -61,9 +62,10 @@ def run_relevant(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def next_batch_step(spec: FlinkJobSpec, status: FlinkJobStatus, observed: ObservedBatch, *, now: datetime,
-                    name: str, namespace: str = "default", generation: int | None = None) -> BatchStep:
+                    name: str, namespace: str = "default", generation: int | None = None,
+                    sql: SqlVerdict | None = None) -> BatchStep:
     reconciled = status.reconciliation.last_reconciled_spec
-    error = validate_batch_spec(spec) or validate_batch_change(spec, reconciled)
+    error = validate_batch_spec(spec) or admission_error(spec, sql) or validate_batch_change(spec, reconciled)
     if error is not None:
         if status.error != INVALID_SPEC + error:
             new = replace(status, error=INVALID_SPEC + error)

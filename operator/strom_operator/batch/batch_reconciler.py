@@ -25,6 +25,7 @@ from strom_operator.batch.observed_driver import ObservedBatch, executor_running
 from strom_operator.clients.kube_api import KubeApi, KubeApiError
 from strom_operator.crd.spec import FlinkJobSpec
 from strom_operator.crd.status import FlinkJobStatus
+from strom_operator.lifecycle.sql_admission import SqlVerdict
 from strom_operator.lifecycle.steps import Wait
 from strom_operator.resources.labels import FlinkJobRef
 
@@ -54,14 +55,16 @@ class BatchReconciler:
         executors = await self._executor_pods(ref, batch.driver_pod)
         return ObservedBatch(observe_driver(pod), sum(1 for p in executors if executor_running(p)))
 
-    async def step(self, body: Mapping[str, Any], spec: FlinkJobSpec, status: FlinkJobStatus) -> float | None:
-        """One step; the delay before the next pass when the step waits, None to go on at once."""
+    async def step(self, body: Mapping[str, Any], spec: FlinkJobSpec, status: FlinkJobStatus, *,
+                   sql: SqlVerdict | None = None) -> float | None:
+        """One step; the delay before the next pass when the step waits, None to go on at once. `sql`: the
+        engine's verdict on a SQL FlinkJob's script (a bad one is an invalid spec: no driver pod)."""
         meta = body["metadata"]
         ref = FlinkJobRef.from_metadata(meta)
         observed = await self.observe(ref, BatchStatus.from_dict(status.batch))
         now = datetime.now(UTC)
         step = next_batch_step(spec, status, observed, now=now, name=ref.name, namespace=ref.namespace,
-                               generation=meta.get("generation"))
+                               generation=meta.get("generation"), sql=sql)
         await self.perform(ref, body, step)
         await self.write_status(body, status, step.status, now)
         if isinstance(step, Wait) or step.requeue_after > 0:

@@ -56,6 +56,7 @@ from strom_operator.resources.pod_security import (
 )
 from strom_operator.resources.pods import container_env
 from strom_operator.resources.podtemplates import merge_pod_templates
+from strom_operator.resources.sql_script import configmap_data, job_file, sql_volume_mounts, sql_volumes
 
 DRIVER_CONTAINER = "driver"
 CONFIG_VOLUME = "strom-spark-config"
@@ -124,6 +125,7 @@ def build_spark_configmap(ref: FlinkJobRef, spec: FlinkJobSpec) -> dict[str, Any
         "data": {
             CONFIG_FILE: yaml.safe_dump(engine_configuration(ref, spec), sort_keys=True, default_flow_style=False),
             EXECUTOR_TEMPLATE_FILE: yaml.safe_dump(build_executor_pod_template(ref, spec), sort_keys=False),
+            **configmap_data(spec),  # an inline SQL script: the driver runs it (resources/sql_script.py)
         },
     }
 
@@ -151,7 +153,7 @@ def driver_args(ref: FlinkJobRef, spec: FlinkJobSpec, *, submission: int,
     args = ["run", "--runtime-mode", "batch", "--spark-master", spark_master]
     for key, value in driver_pod_configuration(driver_pod_name(ref, submission)).items():
         args += ["-D", f"{key}={value}"]
-    args.append(spec.job.entry)
+    args.append(job_file(spec))
     return args + ["--", *spec.job.args] if spec.job.args else args
 
 
@@ -169,14 +171,14 @@ def build_driver_pod(ref: FlinkJobRef, spec: FlinkJobSpec, *, submission: int) -
         "resources": {"requests": {"cpu": str(spec.spark.driver.cores), "memory": memory},
                       "limits": {"memory": memory}},
         "terminationMessagePolicy": "FallbackToLogsOnError",
-        "volumeMounts": [_config_mount(), *writable_mounts(SPARK_WRITABLE_DIRS)],
+        "volumeMounts": [_config_mount(), *writable_mounts(SPARK_WRITABLE_DIRS), *sql_volume_mounts(spec)],
         "securityContext": container_security_context(),
     }
     base = {
         "metadata": {"labels": {**batch_labels(ref, DRIVER), DRIVER_POD_LABEL: name}},
         "spec": {"restartPolicy": "Never", "serviceAccountName": driver_service_account(ref, spec),
                  "securityContext": pod_security_context(), "containers": [container],
-                 "volumes": [_config_volume(ref), *writable_volumes(SPARK_WRITABLE_DIRS)]},
+                 "volumes": [_config_volume(ref), *writable_volumes(SPARK_WRITABLE_DIRS), *sql_volumes(spec)]},
     }
     merged = merge_pod_templates(base, dict(spec.pod_template), dict(spec.spark.driver.pod_template),
                                  main=DRIVER_CONTAINER)

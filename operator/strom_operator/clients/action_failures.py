@@ -34,15 +34,20 @@ S3_UNREACHABLE = "S3Unreachable"
 S3_ACCESS_DENIED = "S3AccessDenied"
 S3_CREDENTIALS_MISSING = "S3CredentialsMissing"
 TLS_CERTIFICATE_PENDING = "TlsCertificatePending"
+SQL_CHECK_FAILED = "SqlCheckFailed"
 FAILURE_REASONS = frozenset({FORBIDDEN, INVALID, ADMISSION_DENIED, CONFLICT, NOT_FOUND, UNAUTHORIZED, API_UNREACHABLE,
                              API_ERROR, S3_UNREACHABLE, S3_ACCESS_DENIED, S3_CREDENTIALS_MISSING,
-                             TLS_CERTIFICATE_PENDING})
+                             TLS_CERTIFICATE_PENDING, SQL_CHECK_FAILED})
 
 _S3_DENIED_WORDS = ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "Forbidden", "403")
 
 
 class S3CredentialsMissing(Exception):
     """spec.s3.credentialsSecret names a Secret that does not exist (or lacks the keys)."""
+
+
+class SqlCheckUnavailable(Exception):
+    """The engine's SQL check could not run (clients/sql_checker.py): not a verdict on the script."""
 
 
 class S3Unavailable(Exception):
@@ -68,6 +73,8 @@ def failure_of(error: BaseException, *, doing: str) -> ActionFailure:
         return ActionFailure(S3_CREDENTIALS_MISSING, f"{doing}: {error}")
     if isinstance(error, TlsSecretPending):
         return ActionFailure(TLS_CERTIFICATE_PENDING, f"{doing}: {error}")
+    if isinstance(error, SqlCheckUnavailable):
+        return ActionFailure(SQL_CHECK_FAILED, f"{doing}: {error}")
     text = str(error) or type(error).__name__
     reason = S3_ACCESS_DENIED if any(w in text for w in _S3_DENIED_WORDS) else S3_UNREACHABLE
     return ActionFailure(reason, f"{doing}: {text}")

@@ -55,11 +55,22 @@ def _pod_template(whose: str) -> Schema:
         "is Strom's own), and the values given here win for other fields.")
 
 
-JOB = obj("The job to run: its entry point, parallelism, and how it is upgraded and suspended.", {
+JOB = obj("The job to run: its entry point (or SQL script), parallelism, and how it is upgraded and suspended.", {
     "entry": string(
         "The job's entry point inside the image: a path to a Python file (e.g. /opt/jobs/wordcount.py) "
-        "or 'module:package.module' to run an importable module. The JobManager runs it in application mode.",
+        "or 'module:package.module' to run an importable module. The JobManager runs it in application mode. "
+        "Exactly one of entry, sql and sqlFrom.",
     ),
+    "sql": string(
+        "A SQL script (Flink SQL, statements ended by ';') the JobManager runs in application mode: its "
+        "statements in order, its INSERTs as one job. The operator checks it before any pod starts. "
+        "Exactly one of entry, sql and sqlFrom."),
+    "sqlFrom": obj("Where the SQL script is kept, instead of inline in spec.job.sql.", {
+        "configMapKeyRef": obj("A key of a ConfigMap in the FlinkJob's namespace holding the script.", {
+            "name": string("The ConfigMap's name."),
+            "key": string("The key whose value is the script."),
+        }, required=("name", "key")),
+    }, required=("configMapKeyRef",)),
     "args": array("Arguments passed to the job's entry point.", string("One argument.")),
     "parallelism": integer(
         "Parallelism of the job (parallelism.default). The TaskManager count is ceil(parallelism / "
@@ -83,7 +94,9 @@ JOB = obj("The job to run: its entry point, parallelism, and how it is upgraded 
     "allowNonRestoredState": boolean(
         "Allow restoring a savepoint that contains state of operators the job no longer has.",
         default=False),
-}, required=("entry",))
+})
+# entry, sql or sqlFrom: one of them (validation.py says which and why; the schema refuses none or two)
+JOB["oneOf"] = [{"required": ["entry"]}, {"required": ["sql"]}, {"required": ["sqlFrom"]}]
 
 JOB_MANAGER = obj("The JobManager pod: one replica running the job's entry point in application mode.", {
     "resources": _resources("Resources of the JobManager container.", cpu="0.5", memory="1Gi"),

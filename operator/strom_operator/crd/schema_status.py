@@ -88,6 +88,17 @@ BATCH = obj("A batch job (spec.mode 'batch') as its Spark driver pod shows it (b
     "executors": integer("Executor pods of the current driver seen running at the last observation."),
 })
 
+SQL = obj("A SQL FlinkJob's deployed plan (lifecycle/sql_admission.py): what a savepoint upgrade must restore.", {
+    "statefulOperators": array(
+        "The operators of the deployed script's plan that hold state in a savepoint (sources, sinks, keyed "
+        "operators), by uid; a savepoint upgrade to a script without one of them is refused.",
+        obj("A stateful operator.", {
+            "uid": string("The operator's uid (derived from its plan)."),
+            "state": string("The runtime operator and function holding the state."),
+            "name": string("The operator's name in the plan."),
+        })),
+})
+
 STATUS: Schema = obj("Observed state of the job, and the operator's record of what it is doing.", {
     "lifecycleState": string("Where the FlinkJob is in its lifecycle.", enum=LIFECYCLE_STATES),
     "jobStatus": obj("The job as the JobManager's REST API reports it.", {
@@ -150,6 +161,7 @@ STATUS: Schema = obj("Observed state of the job, and the operator's record of wh
             "lastTransitionTime": string("When the status last changed. " + TIMESTAMP),
         }, required=("type", "status")), keys=("type",)),
     "batch": BATCH,
+    "sql": SQL,
     "observedGeneration": integer("The metadata.generation of the FlinkJob last reconciled."),
     "selector": string("Label selector of the job's TaskManager pods, in the string form of `kubectl get -l` (the "
                        "scale subresource's labelSelectorPath: what an HPA reads the pods' metrics by)."),

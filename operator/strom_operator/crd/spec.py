@@ -27,6 +27,12 @@ class Resources:
 
 
 @dataclass(frozen=True, slots=True)
+class ConfigMapKeyRef:
+    name: str
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
 class JobSpec:
     entry: str
     args: tuple[str, ...] = ()
@@ -37,6 +43,12 @@ class JobSpec:
     savepoint_trigger_nonce: int | None = None
     initial_savepoint_path: str | None = None
     allow_non_restored_state: bool = False
+    sql: str | None = None  # an inline SQL script (instead of entry)
+    sql_from: ConfigMapKeyRef | None = None  # the script in a ConfigMap (instead of entry)
+
+    @property
+    def is_sql(self) -> bool:
+        return self.sql is not None or self.sql_from is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +237,8 @@ class FlinkJobSpec:
                 savepoint_trigger_nonce=job.get("savepointTriggerNonce"),
                 initial_savepoint_path=job.get("initialSavepointPath"),
                 allow_non_restored_state=bool(job.get("allowNonRestoredState", False)),
+                sql=None if job.get("sql") is None else str(job["sql"]),
+                sql_from=_config_map_key_ref(job.get("sqlFrom")),
             ),
             job_manager=JobManagerSpec(Resources(str(jm["resources"]["cpu"]), str(jm["resources"]["memory"])),
                                        jm.get("podTemplate") or {}),
@@ -255,6 +269,9 @@ class FlinkJobSpec:
         }
         _put(job, "savepointTriggerNonce", j.savepoint_trigger_nonce)
         _put(job, "initialSavepointPath", j.initial_savepoint_path)
+        _put(job, "sql", j.sql)
+        if j.sql_from is not None:
+            job["sqlFrom"] = {"configMapKeyRef": {"name": j.sql_from.name, "key": j.sql_from.key}}
         out: dict[str, Any] = {"image": self.image, "imagePullPolicy": self.image_pull_policy, "mode": self.mode,
                                "job": job}
         _put(out, "serviceAccount", self.service_account)
@@ -281,6 +298,15 @@ class FlinkJobSpec:
         out["spark"] = self.spark.to_dict()
         out["restartPolicy"] = self.restart_policy.to_dict()
         return out
+
+
+def _config_map_key_ref(d: Any) -> ConfigMapKeyRef | None:
+    """spec.job.sqlFrom's configMapKeyRef; missing parts stay empty for validation to name."""
+    if not isinstance(d, Mapping):
+        return None
+    ref = d.get("configMapKeyRef")
+    ref = ref if isinstance(ref, Mapping) else {}
+    return ConfigMapKeyRef(str(ref.get("name") or ""), str(ref.get("key") or ""))
 
 
 def _put(d: dict[str, Any], key: str, value: Any) -> None:

@@ -211,6 +211,7 @@ class FlinkJobStatus:
     observed_generation: int | None = None
     error: str | None = None
     batch: Mapping[str, Any] | None = None  # status.batch, typed by batch/batch_status.py
+    sql: Mapping[str, Any] | None = None  # status.sql: the deployed SQL plan (lifecycle/sql_admission.py)
     selector: str | None = None  # the TaskManager pods' label selector (scale subresource), derived_status.py
     job_manager_url: str | None = None  # the JobManager Service's REST URL (the dashboard), derived_status.py
 
@@ -231,6 +232,7 @@ class FlinkJobStatus:
             observed_generation=d.get("observedGeneration"),
             error=d.get("error"),
             batch=d.get("batch"),
+            sql=d.get("sql"),
             selector=d.get("selector"),
             job_manager_url=d.get("jobManagerUrl"),
         )
@@ -247,6 +249,7 @@ class FlinkJobStatus:
         _put(out, "observedGeneration", self.observed_generation)
         _put(out, "error", self.error)
         _put(out, "batch", copy.deepcopy(dict(self.batch)) if self.batch is not None else None)
+        _put(out, "sql", copy.deepcopy(dict(self.sql)) if self.sql is not None else None)
         _put(out, "selector", self.selector)
         _put(out, "jobManagerUrl", self.job_manager_url)
         return out

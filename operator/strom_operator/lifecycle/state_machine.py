@@ -34,9 +34,16 @@ from strom_operator.lifecycle.savepoint_history import (
     with_pending,
 )
 from strom_operator.lifecycle.savepoint_outcome import SavepointProgress, savepoint_outcome
+from strom_operator.lifecycle.sql_admission import (
+    INCOMPATIBLE_UPGRADE,
+    SqlVerdict,
+    admission_error,
+    upgrade_refusal,
+)
 from strom_operator.lifecycle.steps import (
     IDLE,
     SOON,
+    DeployJob,
     DisposeSavepoints,
     MarkDegraded,
     Step,
@@ -59,12 +66,20 @@ INVALID_SPEC = "invalid spec: "
 
 
 def next_step(spec: FlinkJobSpec, status: FlinkJobStatus, observed: ObservedJob, *, now: datetime,
-              name: str = "", generation: int | None = None) -> Step:
-    """The one thing to do next for this FlinkJob."""
+              name: str = "", generation: int | None = None, sql: SqlVerdict | None = None) -> Step:
+    """The one thing to do next for this FlinkJob. `sql` is the engine's verdict on a SQL FlinkJob's
+    script (sql_admission.py): an error in it is an invalid spec, and an upgrade whose plan cannot take
+    the running job's state is refused the same way, before anything is stopped."""
     reconciled = status.reconciliation.last_reconciled_spec
     error = validate_flinkjob_spec(spec)
+    reason = "InvalidSpec"
+    if error is None:
+        error = admission_error(spec, sql)
     if error is None and reconciled is not None:
         error = validate_spec_change(spec, FlinkJobSpec.from_dict(reconciled))
+    if error is None and reconciled is not None:
+        error = upgrade_refusal(spec, FlinkJobSpec.from_dict(reconciled), status, sql)
+        reason = INCOMPATIBLE_UPGRADE
     status = with_jobmanager_condition(observe(status, observed), observed.jobmanager_endpoint, now)
     if error is not None:
         if generation is not None:
@@ -72,7 +87,7 @@ def next_step(spec: FlinkJobSpec, status: FlinkJobStatus, observed: ObservedJob,
             status = replace(status, observed_generation=generation)
         if status.error != INVALID_SPEC + error:
             new = replace(status, error=INVALID_SPEC + error)
-            return WriteStatus(new.with_condition("Degraded", "True", "InvalidSpec", error, now))
+            return WriteStatus(new.with_condition("Degraded", "True", reason, error, now))
         if reconciled is None:
             return Wait(INVALID_SPEC + error, status, IDLE)
         spec = FlinkJobSpec.from_dict(reconciled)  # the last valid spec keeps running
@@ -82,7 +97,11 @@ def next_step(spec: FlinkJobSpec, status: FlinkJobStatus, observed: ObservedJob,
             return WriteStatus(new.with_condition("Degraded", "False", "SpecValid", "the spec is valid", now))
         if generation is not None:
             status = replace(status, observed_generation=generation)
-    return _decide(Situation(spec, status, observed, now, name))
+    step = _decide(Situation(spec, status, observed, now, name))
+    if error is None and sql is not None and sql.ok and isinstance(step, DeployJob) and step.spec == spec:
+        # the plan that will run is the one the next upgrade must restore: recorded with the deployment
+        step = replace(step, status=replace(step.status, sql=sql.plan_status()))
+    return step
 
 
 def observe(status: FlinkJobStatus, observed: ObservedJob) -> FlinkJobStatus:

@@ -46,17 +46,30 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _entry_error(entry: str) -> str | None:
+    if not entry:
+        return ("spec.job.entry: required: a .py path in the image or 'module:package.module' "
+                "(or a SQL script in spec.job.sql / spec.job.sqlFrom)")
+    if entry.startswith("module:"):
+        if not entry[len("module:"):].strip():
+            return "spec.job.entry: 'module:' needs a module name, e.g. 'module:jobs.wordcount'"
+    elif not entry.endswith(".py"):
+        return f"spec.job.entry: {entry!r} is neither a .py path nor 'module:package.module'"
+    return None
+
+
 def validate_job(spec: FlinkJobSpec) -> str | None:
     job = spec.job
     if not spec.image:
         return "spec.image: required: the container image with the Strom runtime and the job"
-    if not job.entry:
-        return "spec.job.entry: required: a .py path in the image or 'module:package.module'"
-    if job.entry.startswith("module:"):
-        if not job.entry[len("module:"):].strip():
-            return "spec.job.entry: 'module:' needs a module name, e.g. 'module:jobs.wordcount'"
-    elif not job.entry.endswith(".py"):
-        return f"spec.job.entry: {job.entry!r} is neither a .py path nor 'module:package.module'"
+    given = [name for name, value in (("entry", job.entry), ("sql", job.sql), ("sqlFrom", job.sql_from))
+             if value not in (None, "")]
+    if len(given) > 1:
+        return (f"spec.job: {' and '.join(given)} are exclusive: give the job's Python entry point (entry) or its "
+                "SQL script (sql inline, or sqlFrom a ConfigMap), one of them")
+    error = sql_source_error(spec) if job.is_sql else _entry_error(job.entry)
+    if error:
+        return error
     if not _is_int(job.parallelism) or job.parallelism < 1:
         return f"spec.job.parallelism: {job.parallelism!r} must be an integer >= 1"
     if not _is_int(job.max_parallelism) or not 1 <= job.max_parallelism <= 32768:
@@ -217,6 +230,21 @@ VALIDATORS: tuple[Callable[[FlinkJobSpec], str | None], ...] = (
     validate_ingress,
     autoscaler_spec_error,
 )
+
+
+def sql_source_error(spec: FlinkJobSpec) -> str | None:
+    """The SQL script's source is usable (its text is checked by admission: lifecycle/sql_admission.py)."""
+    job = spec.job
+    if job.sql is not None and not job.sql.strip():
+        return "spec.job.sql: empty: give the SQL script, statements ended by ';'"
+    if job.sql_from is not None:
+        ref = job.sql_from
+        for field_name, value in (("name", ref.name), ("key", ref.key)):
+            if not value:
+                return f"spec.job.sqlFrom.configMapKeyRef.{field_name}: required: the ConfigMap's {field_name}"
+    if job.args:
+        return "spec.job.args: a SQL script takes no arguments (set options with SET statements in the script)"
+    return None
 
 
 def validate_flinkjob_spec(spec: FlinkJobSpec) -> str | None:

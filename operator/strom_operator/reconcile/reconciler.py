@@ -30,6 +30,7 @@ from strom_operator.clients.action_failures import (
     FAILURE_REASONS,
     S3CredentialsMissing,
     S3Unavailable,
+    SqlCheckUnavailable,
     TlsSecretPending,
     failure_of,
     retry_delay,
@@ -41,6 +42,7 @@ from strom_operator.clients.jobmanager_tls import follow_deployed_tls, tls_possi
 from strom_operator.clients.kube_api import KubeApi, KubeApiError
 from strom_operator.clients.savepoint_disposal import DisposalError, S3Access, dispose_savepoint, remove_directory
 from strom_operator.clients.secret_cache import SecretCache
+from strom_operator.clients.sql_checker import SqlChecker
 from strom_operator.crd.operator_options import OperatorOptions
 from strom_operator.crd.spec import FlinkJobSpec, IngressSpec
 from strom_operator.crd.status import FlinkJobStatus, status_patch
@@ -86,15 +88,16 @@ log = logging.getLogger(__name__)
 
 MAX_STEPS_PER_PASS = 25
 # Conditions whose change to these reasons is a warning in the FlinkJob's events.
-WARNING_REASONS = {"InvalidSpec", "SavepointFailed", "DeploymentTimeout", "JobFailed", "RollingBack",
-                   "JobNotRunning", "JobManagerNotReady", *("ImagePullBackOff", "ErrImagePull", "CrashLoopBackOff",
-                                                            "Unschedulable", "CreateContainerConfigError",
-                                                            "InvalidImageName")}
+WARNING_REASONS = {"InvalidSpec", "IncompatibleUpgrade", "SavepointFailed", "DeploymentTimeout", "JobFailed",
+                   "RollingBack", "JobNotRunning", "JobManagerNotReady",
+                   *("ImagePullBackOff", "ErrImagePull", "CrashLoopBackOff", "Unschedulable",
+                     "CreateContainerConfigError", "InvalidImageName")}
 
 EventPoster = Callable[[Mapping[str, Any], str, str, str], None]
 # What a failure to act raises: the API's refusals and silences, S3's, a missing credentials Secret,
 # a TLS Secret not issued yet.
-ACTION_ERRORS = (KubeApiError, DisposalError, S3Unavailable, S3CredentialsMissing, TlsSecretPending)
+ACTION_ERRORS = (KubeApiError, DisposalError, S3Unavailable, S3CredentialsMissing, TlsSecretPending,
+                 SqlCheckUnavailable)
 # How long a best-effort HA-data cleanup (a first deployment) may hold the deployment up.
 BEST_EFFORT_CLEANUP_S = 10.0
 # What each step does, in the words of a failure's message.
@@ -153,6 +156,8 @@ class Reconciler:
         self.seen_generation: dict[str, int | None] = {}
         # spec.mode 'batch': Spark-on-Kubernetes driver pods instead of JobManager/TaskManagers (batch/)
         self.batch = BatchReconciler(kube, write_status=self._write_status, post_event=post_event)
+        # SQL FlinkJobs: the engine's verdict on the script, before pods and before upgrades (sql_checker.py)
+        self.sql = SqlChecker(kube)
 
     def _lock(self, namespace: str, name: str) -> asyncio.Lock:
         return self._locks.setdefault(f"{namespace}/{name}", asyncio.Lock())
@@ -183,9 +188,13 @@ class Reconciler:
             spec = await self._parse_spec(body, status)
             if spec is None:
                 return self.settings.delay(IDLE)
+            try:
+                sql = await self.sql.verdict(namespace, spec)
+            except ACTION_ERRORS as e:
+                return self.settings.delay(await self._failed(body, status, e, "checking the SQL script"))
             if is_batch(spec, status):
                 try:
-                    delay = await self.batch.step(body, spec, status)
+                    delay = await self.batch.step(body, spec, status, sql=sql)
                 except ACTION_ERRORS as e:
                     return self.settings.delay(await self._failed(body, status, e, "running the batch driver"))
                 self._failures.pop(f"{namespace}/{name}", None)
@@ -199,7 +208,7 @@ class Reconciler:
                 return self.settings.delay(await self._failed(body, status, e, OBSERVING))
             now = datetime.now(UTC)
             step = next_step(spec, status, observed, now=now, name=name,
-                             generation=body["metadata"].get("generation"))
+                             generation=body["metadata"].get("generation"), sql=sql)
             try:
                 await self.perform(ref, body, spec, status, step, now)
             except ACTION_ERRORS as e:

@@ -26,6 +26,7 @@ from strom_operator.resources.labels import (
     jobmanager_name,
     object_meta,
 )
+from strom_operator.resources.sql_script import configmap_data
 from strom_operator.resources.tls_secret import tls_configuration
 
 CONFIG_FILE = "config.yaml"
@@ -103,5 +104,6 @@ def build_configmap(ref: FlinkJobRef, spec: FlinkJobSpec) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": object_meta(ref, configmap_name(ref), "config"),
-        "data": {CONFIG_FILE: render_config_yaml(engine_configuration(ref, spec))},
+        # an inline SQL script beside the configuration (sql_script.py)
+        "data": {CONFIG_FILE: render_config_yaml(engine_configuration(ref, spec)), **configmap_data(spec)},
     }

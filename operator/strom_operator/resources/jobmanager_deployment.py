@@ -1,8 +1,8 @@
 """The JobManager Deployment and Service of a FlinkJob (application mode).
 
-One JobManager pod runs `strom jobmanager --job <entry> [args]`: it builds the JobGraph from the
-job's entry point and schedules it on the TaskManagers that register over RPC. Recreate, never
-two JobManagers at once: two would run the job twice. Restoring from a savepoint or checkpoint
+One JobManager pod runs `strom jobmanager --job <entry> [args]` (or `--job <script>.sql`, sql_script.py):
+it builds the JobGraph from the job's entry point and schedules it on the TaskManagers that register
+over RPC. Recreate, never two JobManagers at once: two would run the job twice. Restoring from a savepoint or checkpoint
 is a command-line flag, so the Deployment itself records where the job started from.
 """
 
@@ -21,6 +21,7 @@ from strom_operator.resources.labels import (
     selector_labels,
 )
 from strom_operator.resources.pods import build_pod_template
+from strom_operator.resources.sql_script import job_file, script_digest
 
 CONTAINER = "jobmanager"
 REST_TLS_ANNOTATION = "strom.io/rest-tls"
@@ -35,7 +36,7 @@ def jobmanager_args(spec: FlinkJobSpec, *, restore_from: str | None, allow_non_r
         args += ["--from-savepoint", restore_from]
         if allow_non_restored_state:
             args.append("--allow-non-restored-state")
-    args += ["--job", spec.job.entry]
+    args += ["--job", job_file(spec)]
     return args + ["--", *spec.job.args] if spec.job.args else args
 
 
@@ -62,6 +63,9 @@ def build_jobmanager_deployment(ref: FlinkJobRef, spec: FlinkJobSpec, *, restore
     template = build_pod_template(ref, spec, component="jobmanager", container=container,
                                   resources=spec.job_manager.resources,
                                   user_template=dict(spec.job_manager.pod_template))
+    digest = script_digest(spec)
+    if digest is not None:  # a changed script restarts the JobManager even where its file's path stays
+        template.setdefault("metadata", {}).setdefault("annotations", {})["strom.io/sql-hash"] = digest
     meta = object_meta(ref, jobmanager_name(ref), "jobmanager")
     if spec.security.tls.enabled:
         # how the operator knows to speak https to the JobManager that runs (jobmanager_tls.deployed_with_tls):

@@ -35,6 +35,7 @@ from strom_operator.resources.pod_security import (
     writable_volumes,
 )
 from strom_operator.resources.podtemplates import merge_pod_templates
+from strom_operator.resources.sql_script import sql_env, sql_volume_mounts, sql_volumes
 from strom_operator.resources.tls_secret import tls_volume, tls_volume_mount
 
 CONFIG_VOLUME = "strom-config"
@@ -42,7 +43,7 @@ CREDENTIAL_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 
 
 def container_env(spec: FlinkJobSpec) -> list[dict[str, Any]]:
-    env: list[dict[str, Any]] = [{"name": "STROM_CONF_DIR", "value": CONF_DIR}]
+    env: list[dict[str, Any]] = [{"name": "STROM_CONF_DIR", "value": CONF_DIR}, *sql_env(spec)]
     if spec.s3.credentials_secret:
         env += [{"name": key, "valueFrom": {"secretKeyRef": {"name": spec.s3.credentials_secret, "key": key}}}
                 for key in CREDENTIAL_KEYS]
@@ -71,8 +72,10 @@ def build_pod_template(ref: FlinkJobRef, spec: FlinkJobSpec, *, component: str,
     `env` comes first (the pod's own variables, such as POD_IP, which later values may refer to)."""
     own_env = list(container.get("env") or ())
     tls = spec.security.tls.enabled
+    sql = component == "jobmanager"  # the SQL script's file (spec.job.sqlFrom): the JobManager runs it
     mounts = [{"name": CONFIG_VOLUME, "mountPath": CONF_DIR, "readOnly": True},
-              *([tls_volume_mount()] if tls else []), *writable_mounts(ENGINE_WRITABLE_DIRS)]
+              *([tls_volume_mount()] if tls else []), *writable_mounts(ENGINE_WRITABLE_DIRS),
+              *(sql_volume_mounts(spec) if sql else [])]
     main = {
         "name": container["name"],
         "image": spec.image,
@@ -88,7 +91,8 @@ def build_pod_template(ref: FlinkJobRef, spec: FlinkJobSpec, *, component: str,
         "securityContext": pod_security_context(),
         "containers": [main],
         "volumes": [{"name": CONFIG_VOLUME, "configMap": {"name": configmap_name(ref)}},
-                    *([tls_volume(ref)] if tls else []), *writable_volumes(ENGINE_WRITABLE_DIRS)],
+                    *([tls_volume(ref)] if tls else []), *writable_volumes(ENGINE_WRITABLE_DIRS),
+                    *(sql_volumes(spec) if sql else [])],
     }
     if spec.service_account:
         pod_spec["serviceAccountName"] = spec.service_account
