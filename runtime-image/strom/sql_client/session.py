@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from strom.common.row import Row
 from strom.sql_client import display, messages, result_view
 from strom.sql_client.client_options import ClientOptions, is_client_key
 from strom.table.environment import TableEnvironment
@@ -105,7 +104,7 @@ class SqlSession:
         if isinstance(parsed, Set) and parsed.key is None:
             rows = sorted({**self.t_env.get_config().session_options(), **self.options.values}.items())
             string = DataTypes.STRING(False)
-            self.say(*display.batch_tableau([("key", string), ("value", string)], [Row(k, v) for k, v in rows]))
+            self.say(*display.batch_tableau([("key", string), ("value", string)], [(k, v) for k, v in rows]))
             return
         if isinstance(parsed, Set) and parsed.key is not None and is_client_key(parsed.key):
             try:
