@@ -6,7 +6,9 @@
 Design (what a Flink user running a long job with K keys would measure): the per-event cost in the steady state,
 when the state already holds every key. So the rolling reduce runs in two phases over a key space of K keys:
   * warm-up: every key once, in a scrambled order (`i * 2654435761 mod K`, a permutation: the multiplier is
-    prime), so the state holds K entries; its rate is printed too (inserts), but it is not the figure;
+    prime), so the state holds K entries; with checkpoints, the source then waits for a checkpoint taken after
+    the warm-up (so the warm-up's inserts are not the measured phase's first snapshot); its rate is printed
+    too (inserts, CPU up to that point), but it is not the figure;
   * measured: `--events` events (default 1M, the same at every K), each key drawn uniformly at random from the
     key space (seeded), so every event updates an existing key and the share of reads that hit a cache is what
     a cache of that size would see on uniform keys (no ordering a cache could exploit).
@@ -46,7 +48,7 @@ from strom.common.watermark_strategy import WatermarkStrategy
 from strom.connectors.base import Boundedness, Source, SourceReader, SourceReaderContext
 from strom.datastream import StreamExecutionEnvironment
 from strom.datastream.executors import load_executor
-from strom.datastream.functions import SinkFunction
+from strom.datastream.functions import CheckpointListener, SinkFunction
 
 from benchmarks.progress import step
 
@@ -74,10 +76,12 @@ class Phases:
     cpu: float | None = None
     wall: float | None = None
     seen = [0]
+    completed = [0]  # checkpoints completed so far
+    drained_at: int | None = None  # `completed` when the warm-up had gone through
 
 
-class PhaseSink(SinkFunction):
-    """Counts what arrives, live (the source waits on it at the end of the warm-up)."""
+class PhaseSink(SinkFunction, CheckpointListener):
+    """Counts what arrives, live, and the completed checkpoints (the source waits on both after the warm-up)."""
 
     def open(self, runtime_context: Any) -> None:
         self.seen = Phases.seen
@@ -85,10 +89,13 @@ class PhaseSink(SinkFunction):
     def invoke(self, value: Any, context: Any) -> None:
         self.seen[0] += 1
 
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        Phases.completed[0] += 1
+
 
 class KeyedEventsReader(SourceReader):
-    def __init__(self, keys: int, warmup: int, events: int) -> None:
-        self.keys, self.warmup, self.events = keys, warmup, events
+    def __init__(self, keys: int, warmup: int, events: int, checkpointing: bool) -> None:
+        self.keys, self.warmup, self.events, self.checkpointing = keys, warmup, events, checkpointing
         self.next = 0
         self.random = random.Random(SEED).random
         self.span = WINDOWS * 1000
@@ -101,10 +108,18 @@ class KeyedEventsReader(SourceReader):
         else:
             if i >= warmup + self.events:
                 return None
-            if Phases.cpu is None:
-                if Phases.seen[0] < warmup:  # the rolling reduce emits one record per input
-                    time.sleep(0.002)  # idle until the warm-up has gone through (a condition, polled)
+            if Phases.cpu is None and warmup:
+                # idle until the warm-up has gone through (the rolling reduce emits one record per input) and, with
+                # checkpoints, until two more have completed: the second was triggered after the first completed,
+                # so after the warm-up, and its snapshot wrote the warm-up's inserts (the steady state starts there)
+                if Phases.drained_at is None and Phases.seen[0] >= warmup:
+                    Phases.drained_at = Phases.completed[0]
+                if Phases.drained_at is None or (
+                    self.checkpointing and Phases.completed[0] < Phases.drained_at + 2
+                ):
+                    time.sleep(0.002)  # a condition, polled
                     return []
+            if Phases.cpu is None:
                 Phases.cpu, Phases.wall = time.process_time(), time.time()
             stop = min(i + max_records, warmup + self.events)
             rnd, span, events = self.random, self.span, self.events
@@ -118,20 +133,20 @@ class KeyedEvents(Source):
 
     name = "keyed events"
 
-    def __init__(self, keys: int, warmup: int, events: int) -> None:
-        self.keys, self.warmup, self.events = keys, warmup, events
+    def __init__(self, keys: int, warmup: int, events: int, checkpointing: bool) -> None:
+        self.keys, self.warmup, self.events, self.checkpointing = keys, warmup, events, checkpointing
 
     def get_boundedness(self) -> Boundedness:
         return Boundedness.BOUNDED
 
     def create_reader(self, context: SourceReaderContext) -> SourceReader:
-        return KeyedEventsReader(self.keys, self.warmup, self.events)
+        return KeyedEventsReader(self.keys, self.warmup, self.events, self.checkpointing)
 
 
 def run_one(pipeline: str, backend: str, keys: int, events: int, interval_ms: int, conf_extra: dict[str, Any]) -> dict:
     from strom.datastream.window import TumblingEventTimeWindows
 
-    Phases.seen[0] = 0
+    Phases.seen[0] = Phases.completed[0] = 0
     warmup = keys if pipeline == "reduce" else 0
     with tempfile.TemporaryDirectory(prefix="key-growth-") as directory:
         conf: dict[str, Any] = {
@@ -145,7 +160,7 @@ def run_one(pipeline: str, backend: str, keys: int, events: int, interval_ms: in
         if interval_ms:
             env.enable_checkpointing(interval_ms)
         strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(ts_fn)
-        keyed = env.from_source(KeyedEvents(keys, warmup, events), strategy, "events").key_by(key_fn)
+        keyed = env.from_source(KeyedEvents(keys, warmup, events, interval_ms > 0), strategy, "events").key_by(key_fn)
         if pipeline == "reduce":
             out = keyed.reduce(reduce_fn)
         else:
@@ -181,6 +196,12 @@ def _mb(size: float | None) -> str:
     return "-" if size is None else f"{size / 1e6:,.1f}"
 
 
+def _append(path: str | None, row: dict) -> None:
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
 def _conf_pairs(items: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in items:
@@ -203,6 +224,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--interval-ms", type=int, default=1000, help="checkpoint interval (0: no checkpoints)")
     ap.add_argument("-D", dest="conf", action="append", default=[], help="extra configuration key=value")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds per run; a run cut by it is reported")
+    ap.add_argument("--jsonl", help="also append each run's figures to this file as they come (JSON lines)")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # pipeline,backend,keys: run one configuration, print JSON
     args = ap.parse_args(argv)
     conf_extra = _conf_pairs(args.conf)
@@ -221,12 +244,20 @@ def main(argv: list[str] | None = None) -> None:
                            "--events", str(args.events), "--interval-ms", str(args.interval_ms)]
                     for item in args.conf:
                         cmd += ["-D", item]
-                    with step(f"{pipeline} {backend} {keys:,} keys, run {i + 1} of {args.repeat}"):
-                        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+                    try:
+                        with step(f"{pipeline} {backend} {keys:,} keys, run {i + 1} of {args.repeat}"):
+                            done = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                                                  timeout=args.timeout)
+                    except subprocess.TimeoutExpired:
+                        print(f"{pipeline} {backend} {keys:,} keys: cut after {args.timeout:.0f} s", file=sys.stderr)
+                        _append(args.jsonl, {"pipeline": pipeline, "backend": backend, "keys": keys,
+                                             "interval_ms": args.interval_ms, "timeout_s": args.timeout})
+                        break
                     if done.returncode != 0:
                         print(f"{pipeline} {backend} {keys:,} keys failed:\n{done.stderr[-2000:]}", file=sys.stderr)
                         break
                     last = json.loads(done.stdout.strip().splitlines()[-1])
+                    _append(args.jsonl, {**last, "interval_ms": args.interval_ms})
                     rates.append(last["events_per_cpu_s"])
                 if last is not None:
                     rows.append((last, rates))
