@@ -198,3 +198,14 @@ def test_jobmanager_submits_the_insert_to_a_running_cluster_without_waiting(tmp_
         for process in (tm, jm):
             if process is not None:
                 process.kill_leftovers()
+
+
+def test_a_bad_command_line_or_a_missing_script_is_one_line_and_exit_status_2(tmp_path: Path) -> None:
+    for args, message in ((["--nope"], "strom sql: error: unknown argument '--nope'"),
+                          (["-f", str(tmp_path / "missing.sql")], "strom sql: error: No such file or directory"),
+                          (["--jobmanager", "host:notaport"], "strom sql: error: invalid port")):
+        r = _strom_sql(*args, cwd=tmp_path)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert r.stderr.startswith(message) and r.stderr.count("\n") == 1, r.stderr
+    r = _strom_sql("--help", cwd=tmp_path)
+    assert r.returncode == 0 and "-f, --file SCRIPT.sql" in r.stdout and "--jobmanager" in r.stdout

@@ -93,7 +93,7 @@ def _run(options: Any, scripts: dict[str, str], *, configuration: Any, stdin: Te
 
     streaming = str(configuration.get("execution.runtime-mode")).upper() != "BATCH"
     settings = EnvironmentSettings.in_streaming_mode() if streaming else EnvironmentSettings.in_batch_mode()
-    session = SqlSession(TableEnvironment.create(settings), out, streaming=streaming)
+    session = SqlSession(TableEnvironment.create(settings), out, streaming=streaming, verbose=options.verbose)
     if "init" in scripts:
         session.interactive, session.source = False, options.init
         if not _run_init(session, scripts["init"]):

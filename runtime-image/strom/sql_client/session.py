@@ -6,6 +6,7 @@ prints it and goes on, `-f` stops.
 
 from __future__ import annotations
 
+import traceback
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -28,6 +29,7 @@ class SqlSession:
     source: str | None = None  # the script's name in error messages
     jobs: list[Any] = field(default_factory=list)  # INSERT jobs this session started (JobClients)
     in_statement_set: bool = False
+    verbose: bool = False  # --verbose: a failure's traceback too (as SET 'sql-client.verbose' = 'true')
 
     # -- output ----------------------------------------------------------------------------------
     def say(self, *lines: str) -> None:
@@ -37,6 +39,8 @@ class SqlSession:
     def report(self, error: SqlScriptError) -> None:
         """Flink's error: `[ERROR] Could not execute SQL statement. Reason:` and one line with line/column."""
         cause = error.__cause__ if error.__cause__ is not None else error
+        if self.verbose or self.options.verbose:
+            self.out.write("".join(traceback.format_exception(cause)))
         self.say(*messages.error(cause, str(error)))
 
     # -- statements ------------------------------------------------------------------------------
