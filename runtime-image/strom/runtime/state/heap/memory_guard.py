@@ -10,6 +10,9 @@ failure to the mailbox of every task of the process that keeps keyed state on th
     taskmanager.memory.process.size   / taskmanager.numberOfTaskSlots     when set, else
     90% of the machine's (or the container's cgroup) memory / taskmanager.numberOfTaskSlots
 
+divided by the slots only in a slot process (a child process the TaskManager started); the in-process engine
+(`strom run`'s embedded mode, tests) holds every slot in one process, which gets the whole.
+
 The task fails as any task does (restart strategy, exception history), with the error naming the task, the
 figures, the key that set the bound, and what to do: move the state to RocksDB or give the TaskManager more memory.
 The decision (`heap_memory_limit`, `over_limit_message`) is pure; the thread only reads /proc and submits.
@@ -17,6 +20,7 @@ The decision (`heap_memory_limit`, `over_limit_message`) is pure; the thread onl
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import threading
 import weakref
@@ -45,10 +49,11 @@ def _read(config: Any, opt: Any) -> Any:
     return opt.default if raw is None else opt.parse(raw)
 
 
-def heap_memory_limit(config: Any, *, machine_bytes: int) -> HeapMemoryLimit:
-    """The resident memory a slot process with heap state may use (see the module docstring)."""
-    slots = max(1, int(_read(config, opts.TASK_SLOTS)))
-    per = f" / {slots} slot{'s' if slots > 1 else ''}"
+def heap_memory_limit(config: Any, *, machine_bytes: int, slot_process: bool = True) -> HeapMemoryLimit:
+    """The resident memory a slot process with heap state may use (see the module docstring); `slot_process`
+    False: the process holds every slot."""
+    slots = max(1, int(_read(config, opts.TASK_SLOTS))) if slot_process else 1
+    per = f" / {slots} slot{'s' if slots > 1 else ''}" if slot_process else ""
     for opt in (opts.TASK_HEAP_MEMORY, opts.PROCESS_MEMORY):
         size = int(_read(config, opt))
         if size > 0:
@@ -148,6 +153,7 @@ _GUARD = HeapMemoryGuard()
 
 def watch_heap_state(ctx: Any, backend: Any) -> None:
     """Watch the heap backend an operator of `ctx`'s task just got (until the backend is gone)."""
-    limit = heap_memory_limit(ctx.config, machine_bytes=machine_memory_bytes())
+    slot_process = multiprocessing.parent_process() is not None  # a slot worker, started by its TaskManager
+    limit = heap_memory_limit(ctx.config, machine_bytes=machine_memory_bytes(), slot_process=slot_process)
     task = f"{ctx.task_name} ({ctx.subtask_index + 1}/{ctx.parallelism})"
     _GUARD.watch(task, ctx, backend, limit)
