@@ -19,10 +19,14 @@ from strom.runtime.state.api import VOID
 _MERGING_KINDS = ("list", "reducing", "aggregating")
 
 
+# hot path: called per record
 def bind_namespace(state: Any, namespace: Any) -> Any:
     """Point `state` at `namespace`, re-resolving its map even for the same window object:
-    clearing or merging a window may have replaced that window's map in the state table."""
-    state.set_current_namespace(VOID)
+    clearing or merging a window may have replaced that window's map in the state table.
+    States re-resolve whenever the namespace object changes, so only the same object needs the detour
+    (and a state that does not say what it is bound to)."""
+    if getattr(state, "namespace", namespace) is namespace:
+        state.set_current_namespace(VOID)
     state.set_current_namespace(namespace)
     return state
 

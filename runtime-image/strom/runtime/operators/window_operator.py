@@ -28,6 +28,7 @@ from strom.datastream.state import (
 )
 from strom.datastream.windowing.assigners import MergingWindowAssigner
 from strom.datastream.windowing.evictors import TimestampedValue
+from strom.datastream.windowing.triggers import TriggerResult
 from strom.runtime.operators.base import StreamOperator
 from strom.runtime.operators.contexts import SideOutputBuffer
 from strom.runtime.operators.merging_window_set import MergingWindowSet
@@ -43,6 +44,7 @@ from strom.runtime.operators.window_functions import PaneEvaluator, WindowFuncti
 from strom.runtime.state.api import VOID, StateAccessError
 
 WINDOW_CONTENTS = "window-contents"
+_CONTINUE = TriggerResult.CONTINUE
 MERGING_WINDOW_SET = "merging-window-set"
 
 NO_TIMESTAMP = (
@@ -259,25 +261,28 @@ class WindowOperator(StreamOperator):
         contents = self.window_state.get()
         return None if contents is None or (isinstance(contents, list) and not contents) else contents
 
+    # hot path: called per record (generic path)
     def _add_to_windows(self, key: Any, value: Any, ts: int | None, windows: Any) -> bool:
         skipped = True
         state, tctx, trigger = self.window_state, self.trigger_context, self.trigger
         for window in windows:
-            if self._is_window_late(window):
+            if self.is_event_time and self._is_window_late(window):
                 continue
             skipped = False
             bind_namespace(state, window)
-            state.add(self._stored(value, ts))
+            state.add(self._stored(value, ts))  # one TimestampedValue per window: evictors may change it
             tctx.window = window
             result = trigger.on_element(value, ts, window, tctx)
-            if result.is_fire():
-                contents = self._contents()
-                if contents is None:
-                    continue
-                self._fire(key, window, contents)
-            if result.is_purge():
-                state.clear()
-                self.release_namespace(window)
+            # most elements neither fire nor purge: one identity test instead of two enum-value reads
+            if result is not _CONTINUE:
+                if result.is_fire():
+                    contents = self._contents()
+                    if contents is None:
+                        continue
+                    self._fire(key, window, contents)
+                if result.is_purge():
+                    state.clear()
+                    self.release_namespace(window)
             self._register_cleanup_timer(window)
         return skipped
 
