@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
+import yaml
 from strom_operator.batch.batch_lifecycle import next_batch_step
 from strom_operator.batch.observed_driver import ObservedBatch
 from strom_operator.clients.sql_checker import SqlChecker
@@ -291,3 +293,33 @@ def test_stop_with_savepoint_is_the_first_action_of_an_accepted_sql_upgrade():
         if isinstance(step, StopWithSavepoint | DeployJob):
             break
     assert steps[-1] == "StopWithSavepoint", steps
+
+
+# -- examples/sql's manifests -------------------------------------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sql"
+
+
+@pytest.mark.parametrize("manifest", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
+def test_the_example_manifests_are_valid_and_name_a_script_that_checks(manifest):
+    from strom.table.sql_check import check_script
+
+    body = yaml.safe_load((EXAMPLES / manifest).read_text())
+    assert list(jsonschema.Draft7Validator(openapi_schema()).iter_errors(body)) == []
+    spec = FlinkJobSpec.from_dict(body["spec"])
+    assert validate_flinkjob_spec(spec) is None
+    assert spec.job.sql_from is not None and spec.job.sql_from.name == "strom-sql-demo"
+    # `kubectl create configmap strom-sql-demo --from-file=examples/sql/`: the key is the file's name
+    verdict = check_script((EXAMPLES / spec.job.sql_from.key).read_text())
+    assert verdict["ok"], verdict
+
+
+def test_a_batch_sql_flinkjob_runs_the_script_in_its_spark_driver():
+    from strom_operator.batch.driver import build_driver_pod, build_spark_configmap
+
+    ref = FlinkJobRef("sb", "ns", "uid-2")
+    spec = FlinkJobSpec.from_dict({"image": "i", "mode": "batch", "job": {"sql": SCRIPT}})
+    pod = build_driver_pod(ref, spec, submission=1)
+    args = pod["spec"]["containers"][0]["args"]
+    assert args[:3] == ["run", "--runtime-mode", "batch"] and args[-1] == "$(STROM_CONF_DIR)/job.sql"
+    assert build_spark_configmap(ref, spec)["data"]["job.sql"] == SCRIPT
