@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -163,6 +164,7 @@ def run_flink_conditions(args: argparse.Namespace) -> None:
     queries = [args.query] if args.query else list(QUERIES)
     config = NexmarkConfig(events=events, rate=args.rate, event_rate=args.event_rate)
     rows = []
+    load_before = _load_average()
     cluster = start_cluster(args.parallelism)
     try:
         for query in queries:
@@ -197,7 +199,8 @@ def run_flink_conditions(args: argparse.Namespace) -> None:
           f"(JobManager, TaskManagers, slot processes); {args.repeat} run(s): median [min-max]. Steady state: each "
           f"query first ran twice untimed on {WARMUP_EVENTS:,} events (the first loads its code into the slot "
           f"processes: 'warm-up s'); 'fixed' = the second's CPU (what every job pays: deployment, start, end) as a "
-          f"share of a timed run's CPU, which includes it")
+          f"share of a timed run's CPU, which includes it. Load average (1/5/15 min) before {load_before}, after "
+          f"{_load_average()} on {os.cpu_count()} CPUs: other processes competing for the cores inflate CPU time")
     print(f"{'query':<6}{'cluster ev/CPU-s':>26}{'Flink/core':>12}{'cluster/Flink':>15}{'heap in-process ev/CPU-s':>32}"
           f"{'heap/cluster':>14}{'warm-up s':>11}{'fixed':>8}{'checkpoints':>13}  outputs")
     for query, cluster_rates, heap_rates, checkpoints, outputs, warm, fixed_share in rows:
@@ -211,6 +214,14 @@ def run_flink_conditions(args: argparse.Namespace) -> None:
     if any(row[-1] > FIXED_SHARE_LIMIT for row in rows):
         print(f"! the fixed per-job cost is over {FIXED_SHARE_LIMIT:.0%} of that query's run: more --events for its "
               "steady state")
+
+
+def _load_average() -> str:
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "unknown"
 
 
 def _spread(rates: list[float]) -> str:
