@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from strom.batch.sql.aggregates import agg_column
+from strom.batch.sql.aggregates import agg_column, over_column
 from strom.batch.sql.expressions import column, native_sql
 from strom.batch.sql.sources import source_frame
 from strom.batch.sql.spark_types import Unsupported, sql_type
@@ -276,5 +276,5 @@ def _over(df: Any, node: OverAggregateNode) -> Any:
         window = window.rangeBetween(start, Window.currentRow)
     out = [F.col(f"c{i}") for i in range(n_in)]
     for j, a in enumerate(node.aggs):
-        out.append(agg_column(a, node.input.columns).over(window).alias(f"c{n_in + j}"))
+        out.append(over_column(a, node.input.columns, window).alias(f"c{n_in + j}"))
     return df.select(*out, *([RT] if RT in df.columns else []))
