@@ -108,3 +108,16 @@ def test_a_write_through_writes_the_changed_keys_only():
         assert stored(backend) == reference
     finally:
         backend.close()
+
+
+def test_int_and_str_keys_keep_their_on_disk_encoding():
+    """The fast path of key_part writes the bytes the documented layout says: u32 length, then the pickle
+    (protocol 5) - for ints of every pickle opcode size and for strs, incl. one naming __main__."""
+    import pickle
+    import struct
+
+    from strom.runtime.state.rocksdb import keys as rk
+
+    for key in [0, 1, -5, 255, 256, 65_535, 65_536, 2**31, 2**63, -(2**70), "", "a", "ü", "x__main__y"]:
+        raw = pickle.dumps(key, 5)
+        assert rk.key_part(key) == struct.pack(">I", len(raw)) + raw, key

@@ -51,6 +51,7 @@ def dumps(value: Any) -> bytes:
 
 
 loads = pickle.loads
+_pickle_dumps = pickle.dumps
 
 
 def key_group_prefix(key_group: int) -> bytes:
@@ -77,7 +78,10 @@ def namespace_part(namespace: Any) -> bytes:
 
 
 def key_part(key: Any) -> bytes:
-    raw = dumps(key)
+    # hot path: called per state key written or read in bulk. An int, or a str that does not mention __main__,
+    # pickles plainly: the bytes `dumps` gives, without its checks
+    t = type(key)
+    raw = _pickle_dumps(key, PROTOCOL) if t is int or (t is str and "__main__" not in key) else dumps(key)
     return _U32.pack(len(raw)) + raw
 
 
