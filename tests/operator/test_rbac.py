@@ -29,7 +29,7 @@ NAMESPACED: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("apps", "deployments", ("create", "patch"), "kube.apply of build_job_objects (reconciler DeployJob)"),
     ("apps", "deployments", ("delete",), "reconciler DeleteDeployments (upgrades, suspend)"),
     ("", "services", ("create", "patch"), "kube.apply: the JobManager Service, a batch job's driver Service"),
-    ("", "configmaps", ("get",), "autoscaling.py reads the autoscaler's ConfigMap"),
+    ("", "configmaps", ("get",), "autoscaling.py reads the autoscaler's ConfigMap; sql_checker.py spec.job.sqlFrom's"),
     ("", "configmaps", ("create", "patch"), "kube.apply: the job's config, the autoscaler's state, Spark's conf"),
     ("", "pods", ("list", "watch"), "kopf's index of the job's pods (handlers.owned_pods); batch_reconciler"),
     ("", "pods", ("list",), "observer.owned_objects before the index is attached; batch_reconciler (drivers)"),
