@@ -122,3 +122,16 @@ def test_the_check_command_prints_json_and_exits_1_on_a_bad_script(tmp_path):
     assert proc.returncode == 1, proc.stderr
     verdict = json.loads(proc.stdout)
     assert verdict["ok"] is False and verdict["line"] == 3 and "nope" in verdict["error"]
+
+
+def test_a_batch_check_validates_in_batch_mode_and_runs_nothing(events_dir, tmp_path):
+    from strom.common.configuration import Configuration
+
+    out = str(tmp_path / "out")
+    conf = Configuration().set_string("execution.runtime-mode", "BATCH")
+    verdict = check_script(_script(events_dir, out), configuration=conf)
+    assert verdict == {"ok": True, "inserts": 2, "statefulOperators": []}
+    bad = check_script(_script(events_dir, out).replace("FROM TABLE(TUMBLE(TABLE ev,", "FROM TABLE(TUMBLE(TABLE e,"),
+                       configuration=conf)
+    assert bad["ok"] is False and "'e'" in bad["error"]
+    assert not os.path.exists(out)

@@ -51,6 +51,7 @@ class SqlChecker:
         if isinstance(script, SqlVerdict):
             return script
         options = {k: v for k, v in spec.flink_configuration.items() if k.startswith(PLANNER_PREFIXES)}
+        options["execution.runtime-mode"] = spec.mode.upper()  # a batch script is validated as batch
         return await self.check(script, options)
 
     async def script(self, namespace: str, spec: FlinkJobSpec) -> str | SqlVerdict:

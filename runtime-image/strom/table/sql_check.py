@@ -13,7 +13,9 @@ Stateful operators are the ones a savepoint holds state for: sources (split posi
 files, transactions) and keyed operators (aggregates, joins, ranks, windows). Their uids derive from the
 plan (PlanNode.uid hashes the operator's sub-plan), so an operator whose input or logic changed has a
 new uid; `state` names the runtime operator and its function, so a uid kept by a different operator is
-seen too. Exit status 0 when the script is valid, 1 when it is not, 2 on a usage error.
+seen too. With `-D execution.runtime-mode=BATCH` the script is validated in batch mode (Spark SQL runs such a job;
+there are no savepoints, so no operators are listed). Exit status 0 when the script is valid, 1 when it
+is not, 2 on a usage error.
 """
 
 from __future__ import annotations
@@ -76,12 +78,14 @@ def check_script(script: str, *, source: str | None = None,
 
     conf = (configuration or Configuration()).copy()
     keeper = _KeepGraph()
-    # the plan of a BATCH job is checked as a streaming one: the same statements, and nothing to run on Spark
-    conf.set_string("execution.runtime-mode", "STREAMING")
+    # a BATCH job (Spark SQL runs it) is planned and validated in batch mode, and not executed: it has no
+    # savepoints, so no stateful operators to report
+    batch = conf.get_string("execution.runtime-mode", "STREAMING").upper() == "BATCH"
     set_context(conf, keeper)
     try:
         planned = plan_application(script, source=source, configuration=conf)
-        planned.statement_set.execute()
+        if not batch:
+            planned.statement_set.execute()
     except SqlScriptError as e:
         return {"ok": False, "error": str(e), "line": e.line, "column": e.column}
     except TableException as e:
