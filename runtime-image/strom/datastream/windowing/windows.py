@@ -78,11 +78,14 @@ class TimeWindow(tuple, Window):
         current: TimeWindow | None = None
         group: list[TimeWindow] = []
         groups: list[tuple[TimeWindow, list[TimeWindow]]] = []
+        # hot path: called per record of a session-window operator. Sorted by start, so a window that
+        # intersects the current one (`intersects`) starts within it and covers up to the larger end (`cover`)
         for candidate in sorted(windows):
             if current is None:
                 current, group = candidate, [candidate]
-            elif current.intersects(candidate):
-                current = current.cover(candidate)
+            elif candidate[0] <= current[1]:
+                if candidate[1] > current[1]:
+                    current = TimeWindow(current[0], candidate[1])
                 group.append(candidate)
             else:
                 groups.append((current, group))
