@@ -323,3 +323,16 @@ def test_a_batch_sql_flinkjob_runs_the_script_in_its_spark_driver():
     args = pod["spec"]["containers"][0]["args"]
     assert args[:3] == ["run", "--runtime-mode", "batch"] and args[-1] == "$(STROM_CONF_DIR)/job.sql"
     assert build_spark_configmap(ref, spec)["data"]["job.sql"] == SCRIPT
+
+
+def test_a_rollback_forgets_the_plan_it_did_not_judge():
+    _, status, cluster = deployed_v1()
+    cluster.start_state = "INITIALIZING"  # the new script's job never starts
+    v2 = SqlVerdict(True, stateful_operators=(SOURCE, AGG, SINK, StatefulOperator("sink-x_ffff", "sink:sink_v2/")))
+    new = sql_spec(SCRIPT + "INSERT INTO more SELECT k FROM ev;\n")
+    status, _ = drive_sql(new, status, cluster, later(60), v2)
+    assert status.lifecycle_state == "DEPLOYED" and status.sql == v2.plan_status()
+    cluster.start_state = "RUNNING"
+    status, _ = drive_sql(new, status, cluster, later(60 + 6 * 60), v2)
+    assert status.lifecycle_state == "ROLLED_BACK" and cluster.deployed == sql_spec()
+    assert status.sql is None  # v1 runs again, but its plan was not the verdict at hand

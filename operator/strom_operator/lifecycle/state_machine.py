@@ -98,9 +98,12 @@ def next_step(spec: FlinkJobSpec, status: FlinkJobStatus, observed: ObservedJob,
         if generation is not None:
             status = replace(status, observed_generation=generation)
     step = _decide(Situation(spec, status, observed, now, name))
-    if error is None and sql is not None and sql.ok and isinstance(step, DeployJob) and step.spec == spec:
-        # the plan that will run is the one the next upgrade must restore: recorded with the deployment
-        step = replace(step, status=replace(step.status, sql=sql.plan_status()))
+    if error is None and sql is not None and sql.ok and isinstance(step, DeployJob):
+        # the plan that will run is the one the next upgrade must restore: recorded with the deployment. A
+        # rollback deploys another spec, whose plan was not judged here: then none is known (the engine's
+        # own restore still refuses state without a home, unless allowNonRestoredState)
+        plan = sql.plan_status() if step.spec == spec else None
+        step = replace(step, status=replace(step.status, sql=plan))
     return step
 
 
