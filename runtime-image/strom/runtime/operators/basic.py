@@ -127,6 +127,13 @@ class FilterOperator(StreamOperator):
         self.output.collect(out, out_ts)
 
 
+def emits_fresh_rows(function: Any) -> bool:
+    """True for a function that declares `emits_fresh_rows = True`: every Row it emits is built for that
+    emission and never assigned to afterwards (the SQL operators' result rows), so the operator need not
+    copy it as it must copy a user function's Row."""
+    return getattr(function, "emits_fresh_rows", False) is True
+
+
 class ProcessOperator(StreamOperator):
     """ProcessFunction (non-keyed) and KeyedProcessFunction."""
 
@@ -136,10 +143,11 @@ class ProcessOperator(StreamOperator):
         self._pctx = ProcessContext(self, self._side)
         self._fn = self.function.process_element
         self._convert = _converter(self.params.get("output_type"))
+        self._fresh = emits_fresh_rows(self.function)
 
     # hot path
     def process_batch(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
-        fn, ctx = self._fn, self._pctx
+        fn, ctx, fresh = self._fn, self._pctx, self._fresh
         out: list[Any] = []
         out_ts: list[Any] = []
         backend = self.backend
@@ -154,7 +162,7 @@ class ProcessOperator(StreamOperator):
                 for o in r:
                     # a Row is copied as emitted: a function that assigns to the Row it keeps (an accumulator)
                     # does not change what it emitted before, as PyFlink serializes each emitted record
-                    out.append(copy_row(o) if type(o) is Row else o)
+                    out.append(o if fresh or type(o) is not Row else copy_row(o))
                     out_ts.append(ts)
         self._emit(out, out_ts)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from strom.common.row import Row, copy_row
 from strom.runtime.operators.base import StreamOperator
-from strom.runtime.operators.basic import ProcessOperator, _converter
+from strom.runtime.operators.basic import ProcessOperator, _converter, emits_fresh_rows
 from strom.runtime.operators.contexts import ProcessContext, SideOutputBuffer
 
 
@@ -114,6 +114,7 @@ class CoProcessOperator(ProcessOperator):
         self._pctx = ProcessContext(self, self._side)
         self._fns = (self.function.process_element1, self.function.process_element2)
         self._convert = _converter(self.params.get("output_type"))
+        self._fresh = emits_fresh_rows(self.function)
 
     def process_batch(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:
         self._process(values, timestamps, keys, 0)
@@ -126,7 +127,7 @@ class CoProcessOperator(ProcessOperator):
 
     # hot path: called per batch, one user call per record
     def _process(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None, index: int) -> None:
-        fn, ctx = self._fns[index], self._pctx
+        fn, ctx, fresh = self._fns[index], self._pctx, self._fresh
         out: list[Any] = []
         out_ts: list[Any] = []
         append, append_ts = out.append, out_ts.append
@@ -140,6 +141,7 @@ class CoProcessOperator(ProcessOperator):
             r = fn(v, ctx)
             if r is not None:
                 for o in r:
-                    append(copy_row(o) if type(o) is Row else o)  # as emitted (PyFlink serializes it then)
+                    # as emitted (PyFlink serializes it then), unless the function emits fresh rows
+                    append(o if fresh or type(o) is not Row else copy_row(o))
                     append_ts(ts)
         self._emit(out, out_ts)

@@ -69,6 +69,8 @@ def _retracting(value: Any) -> bool:
 
 
 class TopNFunction(KeyedProcessFunction):
+    emits_fresh_rows = True  # every Row it emits is built by make_row for that emission
+
     def __init__(self, order: list[SortKey], rank_end: int | None, output_rank: bool, names: list[str],
                  final_only: bool) -> None:
         self.sort_key = SortKeyOf(order)
@@ -126,6 +128,8 @@ class TopNFunction(KeyedProcessFunction):
 
 
 class DeduplicateFunction(KeyedProcessFunction):
+    emits_fresh_rows = True  # every Row it emits is built by make_row for that emission
+
     def __init__(self, keep: str, time_index: int, rowtime: bool, names: list[str], final_only: bool) -> None:
         self.keep = keep
         self.time_index = time_index

@@ -30,6 +30,8 @@ _ACCUMULATE = (RowKind.INSERT, RowKind.UPDATE_AFTER)
 
 
 class StreamingJoinFunction(KeyedCoProcessFunction):
+    emits_fresh_rows = True  # every Row it emits is built by make_row for that emission
+
     def __init__(self, node: JoinNode) -> None:
         assert node.left is not None and node.right is not None
         self.left_outer = node.kind in ("LEFT", "FULL")
@@ -68,15 +70,16 @@ class StreamingJoinFunction(KeyedCoProcessFunction):
     def _pair(self, values: tuple, other: tuple, input_is_left: bool, kind: RowKind) -> Row:
         return self._row(values, other, kind) if input_is_left else self._row(other, values, kind)
 
+    # hot path: called per record
     def _matches(self, values: tuple, input_is_left: bool, other_rows: Any, ctx: Any) -> list[tuple[tuple, list]]:
-        if any(k is None for k in ctx.get_current_key()):
+        if None in ctx.get_current_key():
             return []  # NULL = NULL is not true
-        out = []
-        for other, meta in list(other_rows.items()):
-            pair = (*values, *other) if input_is_left else (*other, *values)
-            if self.condition is None or self.condition(pair) is True:
-                out.append((other, meta))
-        return out
+        condition = self.condition
+        if condition is None:
+            return list(other_rows.items())
+        if input_is_left:
+            return [(other, meta) for other, meta in other_rows.items() if condition(values + other) is True]
+        return [(other, meta) for other, meta in other_rows.items() if condition(other + values) is True]
 
     @staticmethod
     def _add(rows: Any, values: tuple, associations: int) -> None:
@@ -94,9 +97,14 @@ class StreamingJoinFunction(KeyedCoProcessFunction):
             rows.put(values, [meta[0] - 1, meta[1]])
 
     # -- the changelog rules ------------------------------------------------------------------------
+    # hot path: called per record
     def _process(self, row: Any, ctx: Any, input_is_left: bool) -> Iterator[Row]:
-        values = tuple(row)
-        kind = row.get_row_kind()
+        if type(row) is Row:
+            values = tuple(row._values)
+            kind = row._row_kind
+        else:
+            values = tuple(row)
+            kind = row.get_row_kind()
         rows, other_rows = (self.left_rows, self.right_rows) if input_is_left else (self.right_rows, self.left_rows)
         input_outer, other_outer = ((self.left_outer, self.right_outer) if input_is_left
                                     else (self.right_outer, self.left_outer))
