@@ -28,9 +28,11 @@ def client_env(home: Path) -> dict[str, str]:
 
 
 class SqlTerminal:
-    def __init__(self, *args: str, cwd: Path, rows: int = 40, cols: int = 120) -> None:
+    def __init__(self, *args: str, cwd: Path, rows: int = 40, cols: int = 120,
+                 env: dict[str, str] | None = None) -> None:
         self.child = pexpect.spawn(sys.executable, ["-m", "strom.cli", "sql", *args], cwd=str(cwd),
-                                   env=client_env(cwd), encoding="utf-8", dimensions=(rows, cols), timeout=5)
+                                   env={**client_env(cwd), **(env or {})}, encoding="utf-8", dimensions=(rows, cols),
+                                   timeout=5)
         self.raw = ""
         self.ended = False
 

@@ -89,3 +89,27 @@ def test_statement_sets_run_their_inserts_as_one_job_each(tmp_path: Path) -> Non
     assert "[INFO] Begin a statement set." in r.stdout
     assert "[INFO] Add SQL update statement to the statement set." in r.stdout
     assert (_rows(odd), _rows(even), _rows(small)) == ([1, 3, 5, 7, 9], [2, 4, 6, 8, 10], [1, 2, 3])
+
+
+def test_sigterm_stops_the_client_and_its_local_cluster_with_143(tmp_path: Path) -> None:
+    import signal
+    import uuid
+
+    from tests.cli.processes import MARK_VAR, marked_pids, wait_until
+
+    mark = uuid.uuid4().hex
+    client = SqlTerminal(cwd=tmp_path, env={MARK_VAR: mark})
+    try:
+        client.wait_for("Welcome!")
+        client.run(ENDLESS, then="[INFO] Execute statement succeed.")
+        client.run("SET 'sql-client.execution.result-mode' = 'tableau';", then="Session property has been set.")
+        client.type("SELECT id FROM ticks;")
+        client.wait_for("| +I |", count=2)
+        assert len(marked_pids(mark)) >= 2  # the client and its TaskManager (with its slot process)
+        client.child.kill(signal.SIGTERM)
+        wait_until(lambda: not client.child.isalive(), timeout=60, what="strom sql ended on SIGTERM")
+        client.child.close()
+        assert client.child.exitstatus == 143 or client.child.signalstatus == signal.SIGTERM
+        wait_until(lambda: marked_pids(mark) == [], timeout=30, what="every process of the client ended")
+    finally:
+        client.close()

@@ -31,6 +31,11 @@ _ALT_SCREEN_ON, _ALT_SCREEN_OFF = "\x1b[?1049h\x1b[?25l", "\x1b[?25h\x1b[?1049l"
 _HOME_CLEAR = "\x1b[H\x1b[2J"
 
 
+def stops_the_client(interrupt: KeyboardInterrupt) -> bool:
+    """SIGTERM (a Terminated, which carries its signal) ends the client; Ctrl-C only cancels a query."""
+    return getattr(interrupt, "signum", None) is not None
+
+
 class RowFetcher:
     """Pulls a query's rows into a queue on a daemon thread; `close()` cancels the query's job."""
 
@@ -126,8 +131,11 @@ def show_tableau_stream(
                 if keys.read(0) == CTRL_C:
                     cancelled = True
                     break
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         cancelled = True
+        if stops_the_client(e):
+            fetcher.close()
+            raise
     finally:
         if cancelled:
             fetcher.close()
@@ -150,8 +158,10 @@ def collect_all(iterator: Any, *, keys: Keys) -> list[Any] | None:
                 if keys.read(0) == CTRL_C:
                     fetcher.close()
                     return None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         fetcher.close()
+        if stops_the_client(e):
+            raise
         return None
     if fetcher.error is not None:
         raise fetcher.error
@@ -221,8 +231,9 @@ def show_live_view(
                     _draw(out, result, columns, changelog=changelog, title=title, status=status, page=page,
                           updated=clock().strftime("%H:%M:%S.%f")[:-3], max_column_width=max_column_width)
                     drawn, last_draw = state, now
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt as e:
+        if stops_the_client(e):
+            raise
     finally:
         out.write(_ALT_SCREEN_OFF)
         out.flush()

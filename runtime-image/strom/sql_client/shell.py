@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterator
 from typing import TextIO
 
+from strom.sql_client.result_view import stops_the_client
 from strom.sql_client.session import SqlSession
 from strom.table.sql_script import SqlScriptError, is_complete, split_script
 
@@ -64,7 +65,9 @@ def _terminal_inputs(session: SqlSession, history_file: str) -> Iterator[str]:
     while True:
         try:
             yield prompt.prompt()
-        except KeyboardInterrupt:  # Ctrl-C at the prompt drops the line, as in Flink's client
+        except KeyboardInterrupt as e:  # Ctrl-C at the prompt drops the line, as in Flink's client
+            if stops_the_client(e):
+                raise
             continue
         except EOFError:  # Ctrl-D
             return
