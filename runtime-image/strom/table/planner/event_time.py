@@ -26,7 +26,7 @@ from strom.datastream.window import (
     TumblingProcessingTimeWindows,
     WindowAssigner,
 )
-from strom.table.planner.group_agg import _Acc
+from strom.table.planner.group_agg import _Acc, adders, valuers
 from strom.table.planner.plan import AggCall, WindowSpec
 from strom.table.planner.rows import make_row
 
@@ -172,18 +172,20 @@ class WindowAggAccumulate(AggregateFunction):
 
     def __init__(self, aggs: list[AggCall]) -> None:
         self.aggs = aggs
+        self._adders = adders(aggs)  # each aggregate's adder chosen once, not per row
+        self._valuers = valuers(aggs)
 
     def create_accumulator(self) -> list[Any]:
         return [_Acc.new(a) for a in self.aggs]
 
     # hot path: called per record
     def add(self, value: Any, accumulator: list[Any]) -> list[Any]:
-        for i, agg in enumerate(self.aggs):
-            accumulator[i] = _Acc.add(agg, accumulator[i], 1 if agg.arg is None else value[agg.arg], 1)
+        for i, arg, add, agg in self._adders:  # COUNT(*) counts every row
+            accumulator[i] = add(agg, accumulator[i], 1 if arg is None else value[arg], 1)
         return accumulator
 
     def get_result(self, accumulator: list[Any]) -> tuple[Any, ...]:
-        return tuple(_Acc.value(a, s) for a, s in zip(self.aggs, accumulator, strict=True))
+        return tuple([value(agg, acc) for (value, agg), acc in zip(self._valuers, accumulator)])  # noqa: B905
 
     def merge(self, acc_a: list[Any], acc_b: list[Any]) -> list[Any]:
         """Two session windows became one: their accumulators combine (Flink's merge of accumulators)."""
