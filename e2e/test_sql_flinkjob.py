@@ -212,3 +212,37 @@ def test_a_sql_flinkjob_with_an_error_never_starts_a_pod(platform: Platform):
     assert any(e.get("reason") == "InvalidSpec" and e.get("type") == "Warning" for e in platform.events(name))
     platform.delete("FlinkJob", name)
     platform.wait_gone(name)
+
+
+def test_a_batch_sql_flinkjob_completes_on_spark_with_the_reference_counts(platform: Platform):
+    """spec.mode batch: the Spark driver pod runs the script (`strom run --runtime-mode batch job.sql`); a
+    bounded source ends with the maximum watermark, so every hour's window is counted."""
+    name = "e2e-sql-batch"
+    events_dir, out = dirs(platform, name)
+    events = [(1, "buy", "2026-11-26 00:10:00"), (2, "buy", "2026-11-26 00:30:00"), (3, "pv", "2026-11-26 01:00:00"),
+              (1, "buy", "2026-11-26 03:05:00"), (4, "buy", "2026-11-26 03:30:00"), (5, "buy", "2026-11-26 03:59:59")]
+    write_events(events_dir, "a.csv", events)
+    bounded = script(events_dir, out).replace(", 'source.monitor-interval' = '200 ms'", "")
+    body: dict[str, Any] = {
+        "image": platform.config.image, "mode": "batch",
+        "job": {"sql": bounded, "parallelism": 1},
+        "spark": {"driver": {"cores": 1, "memory": "512m"}, "executor": {"instances": 1, "cores": 1, "memory": "512m"},
+                  "sparkConf": {"spark.sql.shuffle.partitions": "2"}},
+        "restartPolicy": {"type": "Never"},
+    }
+    if platform.config.shared_dir:
+        body["podTemplate"] = _shared_volume(platform)
+    platform.create({"apiVersion": "strom.io/v1beta1", "kind": "FlinkJob",
+                     "metadata": {"name": name, "namespace": platform.namespace}, "spec": body})
+
+    def ended() -> str | None:
+        state = (platform.status(name).get("batch") or {}).get("state")
+        return state if state in ("COMPLETED", "FAILED") else None
+
+    state = platform.wait(name, ended, timeout=240 if platform.config.emulated else 400, what="the batch run ended")
+    assert state == "COMPLETED", platform.status(name)
+    expected = sorted(Counter(int(ts[11:13]) for _, b, ts in events if b == "buy").items())
+    assert expected == [(0, 2), (3, 3)]
+    assert read_rows(out) == expected
+    platform.delete("FlinkJob", name)
+    platform.wait_gone(name)
