@@ -264,6 +264,13 @@ TABLE_COLUMNAR_ENABLED = option(
     "projection and filter per batch with pyarrow.compute where every expression has a kernel with Flink's "
     "semantics (strom.table.planner.columnar_calc); results are identical either way, only the speed differs.",
 )
+TABLE_BATCH_RUNNER = option(
+    "table.exec.batch.runner", "enum", "SPARK",
+    "Table API & SQL in batch mode (Strom's own key; Flink's batch planner has one runtime): 'spark' runs a bounded "
+    "plan as Spark SQL through PySpark (strom.batch.sql; a plan it cannot translate runs on Strom, logged), "
+    "'strom' runs it bounded on Strom's streaming runtime.",
+    allowed=("SPARK", "STROM"),
+)
 TABLE_MINI_BATCH_ENABLED = option(
     "table.exec.mini-batch.enabled", "bool", False,
     "Table API & SQL: buffer input for aggregations (performance only; Strom's operators already work on batches).",

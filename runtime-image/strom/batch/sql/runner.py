@@ -34,7 +34,7 @@ SESSION_SQL_CONF = {"spark.sql.ansi.enabled": "false", "spark.sql.session.timeZo
 
 def runner_of(config: Any) -> str:
     """The configured runner, or a one-line error naming the key and its values."""
-    value = str(config.get_string(RUNNER_KEY, "spark")).strip().lower()
+    value = str(config.get_string(RUNNER_KEY, "spark")).strip().lower()  # the option parses to SPARK/STROM
     if value not in RUNNERS:
         raise ValidationException(f"invalid value {value!r} for {RUNNER_KEY!r}: expected 'spark' or 'strom'")
     return value

@@ -107,8 +107,9 @@ def _native_csv(spark: Any, node: SourceNode) -> Any:
 def _parse_sql(c: str, name: str, t: DataType, null_literal: str | None, ignore: bool, table: str) -> str:
     """Spark SQL parsing the text column `c` as Strom's csv decoder parses a field of type `t`."""
     null = f"{c} = '{_lit(null_literal)}' OR " if null_literal is not None else ""
-    if t.root in _TEXT:
-        return f"CASE WHEN {null}false THEN NULL ELSE {c} END" if null else c
+    if t.root in _TEXT:  # Spark reads an empty unquoted field as NULL; Strom's csv reads it as ''
+        text = f"coalesce({c}, '')"
+        return f"CASE WHEN {text} = '{_lit(null_literal)}' THEN NULL ELSE {text} END" if null else text
     target = sql_type(t)
     if t.root == "BOOLEAN":
         parsed = f"CASE lower(trim({c})) WHEN 'true' THEN TRUE WHEN 'false' THEN FALSE END"
@@ -120,7 +121,7 @@ def _parse_sql(c: str, name: str, t: DataType, null_literal: str | None, ignore:
         parsed = f"try_cast(trim({c}) AS {target})"
     bad = "NULL" if ignore else (f"raise_error('table {_lit(table)!s}: csv field {_lit(name)} is not a {t.base()}: ' "
                                  f"|| {c} || ' (set csv.ignore-parse-errors to read it as null)')")
-    return (f"CASE WHEN {null}{c} = '' THEN NULL WHEN {parsed} IS NULL THEN {bad} "
+    return (f"CASE WHEN {null}{c} = '' OR {c} IS NULL THEN NULL WHEN {parsed} IS NULL THEN {bad} "  # '' read as NULL
             f"ELSE {parsed} END")
 
 

@@ -70,6 +70,9 @@ def _translate(spark: Any, node: PlanNode, memo: dict[int, Any]) -> Any:
     if kind is CalcNode:
         assert isinstance(node, CalcNode) and node.input is not None
         df, cols = inputs[0], node.input.columns
+        udaf_args = [e for e in node.projections if e.op == "call" and e.name == "udaf_args"]
+        if udaf_args:
+            raise Unsupported(f"Python aggregate function over {udaf_args[0].sql()}")
         if node.condition is not None:
             df = df.filter(column(node.condition, cols))
         out = [column(e, cols).alias(f"c{i}") for i, e in enumerate(node.projections)]
