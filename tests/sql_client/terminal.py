@@ -17,6 +17,7 @@ import pexpect
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]|\r")
 PROMPT = "Strom SQL>"
+ALT_SCREEN_OFF = "\x1b[?1049l"  # what the client writes when it leaves a full-screen result view
 
 
 def client_env(home: Path) -> dict[str, str]:
@@ -57,6 +58,25 @@ class SqlTerminal:
                 raise AssertionError(f"{needle!r} x{count} not shown within {timeout} s:\n{self.text()[-3000:]}")
             self._pump(0.1)
         return self.text()
+
+    def wait_for_match(self, pattern: str, *, timeout: float = 60) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while (m := re.search(pattern, self.text())) is None:
+            if self.ended or time.monotonic() > deadline:
+                raise AssertionError(f"{pattern!r} not shown:\n{self.text()[-2000:]}")
+            self._pump(0.1)
+        return m
+
+    def leave_view(self, key: str = "q", timeout: float = 60) -> None:
+        """Press `key` in a full-screen result view and wait until the terminal left it (its alternate screen
+        was switched off), so that what is typed next goes to the prompt, not to the view."""
+        before = self.raw.count(ALT_SCREEN_OFF)
+        self.key(key)
+        deadline = time.monotonic() + timeout
+        while self.raw.count(ALT_SCREEN_OFF) <= before:
+            if self.ended or time.monotonic() > deadline:
+                raise AssertionError(f"the view was not left after {key!r}:\n{self.text()[-2000:]}")
+            self._pump(0.1)
 
     def type(self, line: str) -> None:
         self.child.send(line + "\r")

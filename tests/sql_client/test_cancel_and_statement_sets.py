@@ -55,7 +55,7 @@ def test_q_leaves_a_running_table_view_and_cancels_the_retrieval(tmp_path: Path)
         client.run(SEQ, then="[INFO] Execute statement succeed.")
         client.type("SELECT id, COUNT(*) AS c FROM ticks GROUP BY id;")
         client.wait_for("Refresh: 1 s", count=2)  # the view is up and refreshing
-        client.key("Q")
+        client.leave_view("Q")
         client.wait_for("[INFO] Result retrieval cancelled.")
         client.run("SET 'sql-client.execution.result-mode' = 'tableau';", then="Session property has been set.")
         _count_after(client)

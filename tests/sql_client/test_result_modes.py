@@ -78,8 +78,7 @@ def test_changelog_mode_shows_the_op_column_in_a_full_screen_view(client: SqlTer
     assert {c[0] for c in changes} <= {"+I", "-U", "+U"} and "+U" in {c[0] for c in changes}
     assert _reduce(changes) == _expected(expected)
     assert "Q Quit" in frame[-2] and "R Refresh" in frame[-1]
-    client.key("q")
-    client.wait_for("Strom SQL>", count=4)
+    client.leave_view()
     assert client.quit() == 0
 
 
@@ -92,8 +91,7 @@ def test_table_mode_shows_the_materialized_result_refreshed_in_place(client: Sql
     assert frame[3].split() == ["name", "cnt", "total"]
     assert Counter(tuple(r) for r in view_rows(frame)) == _expected(expected)
     assert frame[-2].split()[:2] == ["Q", "Quit"] and "N Next Page" in frame[-2] and "L Last Page" in frame[-1]
-    client.key("q")
-    client.wait_for("Strom SQL>", count=3)
+    client.leave_view()
     assert client.quit() == 0
 
 
@@ -107,5 +105,5 @@ def test_a_bounded_datagen_sequence_in_table_mode(client: SqlTerminal) -> None:
     shown = Counter(tuple(r) for r in view_rows(client.frame("SQL Query Result (Table)")))
     groups = {k: [i for i in range(1, 31) if i % 4 == k] for k in range(4)}
     assert shown == Counter((str(k), str(len(v)), str(sum(v))) for k, v in groups.items())
-    client.key("q")
+    client.leave_view()
     assert client.quit() == 0

@@ -47,8 +47,7 @@ def test_an_insert_into_a_filesystem_table_prints_its_job_id_and_writes_the_file
         client.run(_sink(out), then="[INFO] Execute statement succeed.")
         shown = client.run("INSERT INTO sink SELECT id, CAST(id AS BIGINT) * id FROM seq;", then="Job ID:")
         assert "[INFO] Submitting SQL update statement to the cluster..." in shown
-        client.wait_for("Strom SQL>", count=4)
-        assert re.search(r"Job ID: [0-9a-f]{32}", client.text())
+        client.wait_for_match(r"Job ID: [0-9a-f]{32}\n")
         assert client.quit() == 0  # QUIT waits for the local cluster's job before it stops the cluster
     finally:
         client.close()
@@ -127,7 +126,7 @@ def test_an_error_is_one_line_with_line_and_column_and_the_session_continues(tmp
         client.run(SEQ, then="[INFO] Execute statement succeed.")
         # 'amout' is line 2, columns 3..7 of the statement as typed
         shown = client.run("SELECT id,\n  amout FROM seq;", then="[ERROR] Could not execute SQL statement. Reason:")
-        client.wait_for("Strom SQL>", count=3)
+        client.wait_for("not found in any table")
         reason = client.text().split("Reason:\n")[-1].splitlines()[0]
         assert reason.startswith("ValidationException: SQL validation failed. From line 2, column 3 to line 2, "
                                  "column 7: Column 'amout' not found in any table"), (shown, reason)
