@@ -128,3 +128,18 @@ def test_completion_offers_tables_then_functions_then_keywords_case_insensitivel
                                                ("SELECT", "keyword"), ("SET", "keyword")]
     assert candidates("", tables=["t"], functions=[]) == []
     assert [c.text for c in candidates("ORDERS", tables=["orders"], functions=[], keywords=[])] == []
+
+
+def test_a_query_against_a_cluster_on_another_machine_is_refused_before_it_runs() -> None:
+    """The collect sink answers on the client's loopback port: a remote cluster could not deliver the rows."""
+    import io
+
+    from strom.sql_client.session import SqlSession
+    from strom.table import TableEnvironment
+    from strom.table.sql_script import SqlScriptError, split_script
+
+    session = SqlSession(TableEnvironment.create(), io.StringIO(), remote_host="10.1.2.3")
+    session.options.set("sql-client.execution.result-mode", "tableau")
+    [statement] = split_script("\n SELECT 1 AS one;")
+    with pytest.raises(SqlScriptError, match=r"line 2, column 2: a query with --jobmanager 10.1.2.3:\.\. runs"):
+        session.run(statement)

@@ -181,11 +181,15 @@ def test_jobmanager_submits_the_insert_to_a_running_cluster_without_waiting(tmp_
         wait_until(lambda: _get(rest_port, "/overview")["taskmanagers"] == 1, timeout=60, what="TaskManager registered")
         out = tmp_path / "out"
         script = tmp_path / "remote.sql"
-        script.write_text(f"{SEQ}\n{_sink(out)}\nINSERT INTO sink SELECT id, CAST(id AS BIGINT) * id FROM seq;\n")
+        # the query runs on the cluster too, its rows streamed back to the client (a cluster on this machine)
+        script.write_text(f"{SEQ}\n{_sink(out)}\nSET 'sql-client.execution.result-mode' = 'tableau';\n"
+                          "SELECT id * 10 AS t FROM seq WHERE id <= 3;\n"
+                          "INSERT INTO sink SELECT id, CAST(id AS BIGINT) * id FROM seq;\n")
         r = _strom_sql("--jobmanager", f"127.0.0.1:{rest_port}", "-f", str(script), cwd=tmp_path)
         assert r.returncode == 0, r.stdout + r.stderr
         assert "[INFO] Submitting SQL update statement to the cluster...\n" \
                "[INFO] SQL update statement has been successfully submitted to the cluster:\n" in r.stdout
+        assert tableau_rows(r.stdout) == [["+I", "10"], ["+I", "20"], ["+I", "30"]]
         job_id = re.search(r"Job ID: ([0-9a-f]{32})", r.stdout).group(1)  # type: ignore[union-attr]
         listed = subprocess.run([sys.executable, "-m", "strom.cli", "list", "--jobmanager", f"127.0.0.1:{rest_port}"],
                                 capture_output=True, text=True, timeout=60, env=client_env(tmp_path))

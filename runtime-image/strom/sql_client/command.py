@@ -87,13 +87,15 @@ def _read(path: str) -> str:
 
 def _run(options: Any, scripts: dict[str, str], *, configuration: Any, stdin: TextIO, out: TextIO,
          where: str, local: bool) -> int:
+    from strom.client.rest_client import parse_address
     from strom.sql_client.session import SqlSession
     from strom.sql_client.shell import run_script_file, run_shell
     from strom.table import EnvironmentSettings, TableEnvironment
 
     streaming = str(configuration.get("execution.runtime-mode")).upper() != "BATCH"
     settings = EnvironmentSettings.in_streaming_mode() if streaming else EnvironmentSettings.in_batch_mode()
-    session = SqlSession(TableEnvironment.create(settings), out, streaming=streaming, verbose=options.verbose)
+    session = SqlSession(TableEnvironment.create(settings), out, streaming=streaming, verbose=options.verbose,
+                         remote_host=parse_address(options.jobmanager)[0] if options.jobmanager else None)
     if "init" in scripts:
         session.interactive, session.source = False, options.init
         if not _run_init(session, scripts["init"]):

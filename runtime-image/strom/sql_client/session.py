@@ -6,6 +6,7 @@ prints it and goes on, `-f` stops.
 
 from __future__ import annotations
 
+import ipaddress
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -30,6 +31,7 @@ class SqlSession:
     jobs: list[Any] = field(default_factory=list)  # INSERT jobs this session started (JobClients)
     in_statement_set: bool = False
     verbose: bool = False  # --verbose: a failure's traceback too (as SET 'sql-client.verbose' = 'true')
+    remote_host: str | None = None  # --jobmanager's host: where queries run
 
     # -- output ----------------------------------------------------------------------------------
     def say(self, *lines: str) -> None:
@@ -135,6 +137,12 @@ class SqlSession:
         mode = self.options.result_mode
         if not self.interactive and mode != "tableau":
             raise locate_error(statement, ValueError(messages.NON_INTERACTIVE_MODE), source=self.source)
+        if self.remote_host is not None and not _is_loopback(self.remote_host):
+            # the collect sink sends a query's rows to the client's loopback port (strom.datastream.collect)
+            raise locate_error(statement, ValueError(
+                f"a query with --jobmanager {self.remote_host}:.. runs on that cluster, whose TaskManagers send "
+                "the rows to this machine's loopback port: only a cluster on this machine can answer; run the "
+                "query without --jobmanager, or INSERT its result into a table"), source=self.source)
         result = self._execute(statement)
         schema = result.get_table_schema()
         columns = list(zip(schema.get_field_names(), schema.get_field_data_types(), strict=True))
@@ -180,3 +188,12 @@ class SqlSession:
             if state.upper().split(".")[-1] not in ("FINISHED", "FAILED", "CANCELED"):
                 out.append(job)
         return out
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
