@@ -3,6 +3,8 @@ types, and the one-line errors for rows that do not fit together."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 from strom.table import EnvironmentSettings, TableEnvironment
 from strom.table.errors import TableException
@@ -37,12 +39,15 @@ def test_values_column_types_and_names() -> None:
     t_env = _t_env()
     schema = t_env.sql_query("SELECT * FROM (VALUES (1, 2.5, 'a'), (NULL, 3, 'b')) AS v(a, b, c)").get_schema()
     assert schema.get_field_names() == ["a", "b", "c"]
-    # a NULL makes its column nullable; INT and DOUBLE rows widen to DOUBLE (this slice types 2.5 DOUBLE)
-    assert [str(t) for t in schema.get_field_data_types()] == ["INT", "DOUBLE NOT NULL", "STRING NOT NULL"]
+    # a NULL makes its column nullable; 2.5 is DECIMAL(2, 1) as in Flink, and with an INT (DECIMAL(10, 0)) the
+    # column holds 10 integer digits and 1 fractional: DECIMAL(11, 1)
+    assert [str(t) for t in schema.get_field_data_types()] == ["INT", "DECIMAL(11, 1) NOT NULL", "STRING NOT NULL"]
     with t_env.execute_sql("VALUES (1, 2.5), (2, 3)").collect() as rows:
         got = list(rows)
-    assert [r.as_dict() for r in got] == [{"EXPR$0": 1, "EXPR$1": 2.5}, {"EXPR$0": 2, "EXPR$1": 3.0}]
-    assert isinstance(got[1][1], float)
+    assert [r.as_dict() for r in got] == [{"EXPR$0": 1, "EXPR$1": Decimal("2.5")}, {"EXPR$0": 2, "EXPR$1": 3}]
+    assert str(got[1][1]) == "3.0"
+    with t_env.execute_sql("VALUES (1, 2.5E0), (2, 3)").collect() as rows:  # an exponent makes a DOUBLE
+        assert [type(r[1]) for r in rows] == [float, float]
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ resolves it against a schema (strom.table.planner.scalar) into a Python function
 from __future__ import annotations
 
 import datetime
+import decimal
 from typing import Any
 
 from strom.table.types import DataType
@@ -44,6 +45,8 @@ class Expression:
             return self.name
         if self.op == "lit" and isinstance(self.value, datetime.timedelta):
             return _interval_sql(self.value)
+        if self.op == "lit" and isinstance(self.value, decimal.Decimal):
+            return format(self.value, "f")
         if self.op == "lit":
             return repr(self.value) if not isinstance(self.value, str) else "'" + self.value + "'"
         if self.op == "alias":

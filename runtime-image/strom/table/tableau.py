@@ -20,6 +20,8 @@ def width_by_type(t: DataType) -> int:
     fixed = {"TINYINT": 4, "SMALLINT": 6, "INT": 11, "BIGINT": 20, "BOOLEAN": 5, "DATE": 10}
     if t.root in fixed:
         return fixed[t.root]
+    if t.root == "DECIMAL":  # the digits, a sign and the point
+        return (10 if t.precision is None else t.precision) + 2
     if t.root == "TIMESTAMP":
         p = 3 if t.precision is None else t.precision
         return 19 + (0 if p == 0 else p + 1)

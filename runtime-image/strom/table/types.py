@@ -7,6 +7,7 @@ uses these to derive result types and the tableau printer to size columns as Fli
 from __future__ import annotations
 
 import datetime
+import decimal
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,6 +25,7 @@ class DataType:
     # "ROWTIME" or "PROCTIME" on a time attribute column (Flink prints `TIMESTAMP(3) *ROWTIME*`); any
     # expression over the column yields a plain TIMESTAMP, as in Flink
     time_attr: str | None = None
+    scale: int | None = None  # DECIMAL(precision, scale)
 
     def not_null(self) -> DataType:
         return replace(self, nullable=False)
@@ -38,12 +40,16 @@ class DataType:
     def base(self) -> str:
         if self.root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
             return f"{self.root}({3 if self.precision is None else self.precision})"
+        if self.root == "DECIMAL":
+            return f"DECIMAL({10 if self.precision is None else self.precision}, {self.scale or 0})"
         if self.root == "INTERVAL":
             return "INTERVAL SECOND(3)"
         if self.root == "ROW":
             return "ROW<" + ", ".join(f"`{n}` {t}" for n, t in self.fields) + ">"
         if self.root == "ARRAY":
             return f"ARRAY<{self.fields[0][1]}>"
+        if self.root == "MAP":
+            return f"MAP<{self.fields[0][1]}, {self.fields[1][1]}>"
         return self.root
 
     def __str__(self) -> str:
@@ -69,7 +75,7 @@ class DataType:
         return [t for _, t in self.fields]
 
 
-_NUMERIC_RANK = {"TINYINT": 0, "SMALLINT": 1, "INT": 2, "BIGINT": 3, "FLOAT": 4, "DOUBLE": 5}
+_NUMERIC_RANK = {"TINYINT": 0, "SMALLINT": 1, "INT": 2, "BIGINT": 3, "DECIMAL": 4, "FLOAT": 5, "DOUBLE": 6}
 
 
 _BITS = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}
@@ -83,8 +89,13 @@ def wrap_integer(v: int, root: str) -> int:
 
 
 def wider_numeric(a: DataType, b: DataType) -> DataType:
-    """Flink's implicit widening for arithmetic between two numeric types."""
+    """Flink's implicit widening between two numeric types (the common type of CASE, COALESCE, UNION; the
+    type of integer arithmetic). DECIMAL with an integer or DECIMAL is the DECIMAL holding both."""
     root = a.root if _NUMERIC_RANK[a.root] >= _NUMERIC_RANK[b.root] else b.root
+    if root == "DECIMAL":
+        from strom.table.decimals import common_type
+
+        return common_type(a, b)
     return DataType(root, a.nullable or b.nullable)
 
 
@@ -147,6 +158,18 @@ class DataTypes:
         return DataTypes.TIMESTAMP_LTZ(precision, nullable)
 
     @staticmethod
+    def MAP(key_type: DataType, value_type: DataType, nullable: bool = True) -> DataType:
+        """A map (a Python dict) from `key_type` to `value_type`; the two are the type's fields."""
+        return DataType("MAP", nullable, None, (("key", key_type), ("value", value_type)))
+
+    @staticmethod
+    def DECIMAL(precision: int = 10, scale: int = 0, nullable: bool = True) -> DataType:
+        """An exact number with `precision` digits, `scale` of them after the point (values: decimal.Decimal)."""
+        if not 1 <= precision <= 38 or not 0 <= scale <= precision:
+            raise ValidationException(f"DECIMAL({precision}, {scale}): precision must be 1..38 and scale 0..precision")
+        return DataType("DECIMAL", nullable, precision, scale=scale)
+
+    @staticmethod
     def FIELD(name: str, data_type: DataType, description: str | None = None) -> tuple[str, DataType]:
         return (name, data_type)
 
@@ -171,7 +194,7 @@ def _not_yet(name: str):
 
 
 # PyFlink's other types: present, refused with a clear message until the runtime handles them
-for _name in ("DECIMAL", "TIME", "BYTES", "BINARY", "VARBINARY", "CHAR", "MAP", "MULTISET",
+for _name in ("TIME", "BYTES", "BINARY", "VARBINARY", "CHAR", "MULTISET",
               "INTERVAL", "NULL", "RAW"):
     setattr(DataTypes, _name, _not_yet(_name))
 
@@ -184,6 +207,8 @@ def type_of_value(value: Any) -> DataType:
         return DataTypes.BIGINT()
     if isinstance(value, float):
         return DataTypes.DOUBLE()
+    if isinstance(value, decimal.Decimal):  # PyFlink: DECIMAL(38, 18)
+        return DataTypes.DECIMAL(38, 18)
     if isinstance(value, str):
         return DataTypes.STRING()
     if isinstance(value, datetime.datetime):
@@ -192,6 +217,11 @@ def type_of_value(value: Any) -> DataType:
         return DataTypes.DATE()
     if isinstance(value, datetime.timedelta):
         return DataType("INTERVAL", False, 3)
+    if isinstance(value, dict):
+        key = next((k for k in value if k is not None), None)
+        item = next((v for v in value.values() if v is not None), None)
+        return DataTypes.MAP(type_of_value(key) if key is not None else DataTypes.STRING(),
+                             type_of_value(item) if item is not None else DataTypes.STRING())
     if isinstance(value, list):
         first = next((v for v in value if v is not None), None)
         return DataTypes.ARRAY(type_of_value(first) if first is not None else DataTypes.STRING())
@@ -217,6 +247,17 @@ def check_value(value: Any, data_type: DataType, column: str) -> Any:
         "TIMESTAMP_LTZ": lambda v: isinstance(v, datetime.datetime),
         "DATE": lambda v: isinstance(v, datetime.date),
     }.get(data_type.root)
+    if data_type.root == "DECIMAL" and isinstance(value, (decimal.Decimal, int, float)) and not isinstance(value, bool):
+        from strom.table.decimals import fitter
+
+        fitted = fitter(data_type)(value)
+        if fitted is None:
+            raise ValidationException(f"column {column!r} is {data_type} but {value!r} has more digits before the "
+                                      "point than it holds")
+        return fitted
+    if data_type.root == "MAP" and isinstance(value, dict):
+        kt, vt = data_type.fields[0][1], data_type.fields[1][1]
+        return {check_value(k, kt, f"{column} key"): check_value(v, vt, f"{column}[{k!r}]") for k, v in value.items()}
     if data_type.root == "ARRAY" and isinstance(value, (list, tuple)):
         return [check_value(v, data_type.fields[0][1], f"{column}[{i + 1}]") for i, v in enumerate(value)]
     if ok is None or not ok(value):

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from strom.common.row import Row, make_row
+from strom.table import decimals
 from strom.table.errors import NotSupportedYet, ValidationException
 from strom.table.planner.values import java_double
 from strom.table.types import DataType
@@ -85,8 +86,8 @@ def parse_text(text: str, t: DataType) -> Any:
         return int(text.strip())
     if root in ("FLOAT", "DOUBLE"):
         return float(text.strip())
-    if root == "DECIMAL":
-        return decimal.Decimal(text.strip())
+    if root == "DECIMAL":  # HALF_UP to the column's scale; NULL past its precision, as Flink's cast
+        return decimals.fitter(t)(decimal.Decimal(text.strip()))
     if root == "BOOLEAN":
         low = text.strip().lower()
         if low not in ("true", "false"):
@@ -114,6 +115,8 @@ def text_of(v: Any) -> str:
         return base + (f".{v.microsecond // 1000:03d}" if v.microsecond else "")
     if isinstance(v, (bytes, bytearray)):
         return base64.b64encode(v).decode()
+    if isinstance(v, decimal.Decimal):  # plain digits (write-bigdecimal-in-scientific-notation is false)
+        return format(v, "f")
     return str(v)
 
 
@@ -228,23 +231,33 @@ class JsonFormatFactory(FormatFactory):
                     raise ValueError(f"{path} is not a JSON object")
                 return make_row([value(v.get(n), ft, f"{path}.{n}") for n, ft in t.fields],
                                 tuple(n for n, _ in t.fields))
+            if t.root == "MAP":  # a JSON object; keys are text, read as the key type
+                if not isinstance(v, dict):
+                    raise ValueError(f"{path} is not a JSON object")
+                kt, vt = t.fields[0][1], t.fields[1][1]
+                return {parse_text(k, kt): value(x, vt, f"{path}.{k}") for k, x in v.items()}
+            if t.root == "ARRAY":
+                if not isinstance(v, list):
+                    raise ValueError(f"{path} is not a JSON array")
+                return [value(x, t.fields[0][1], f"{path}[{i + 1}]") for i, x in enumerate(v)]
             if t.root in ("STRING", "VARCHAR", "CHAR"):
-                return v if isinstance(v, str) else json.dumps(v)
+                return v if isinstance(v, str) else json.dumps(v, default=float)
             if t.root == "BOOLEAN" and isinstance(v, bool):
                 return v
             if t.is_integral and isinstance(v, int) and not isinstance(v, bool):
                 return v
-            if t.root in ("FLOAT", "DOUBLE") and isinstance(v, (int, float)) and not isinstance(v, bool):
+            if t.root in ("FLOAT", "DOUBLE") and isinstance(v, (int, float, decimal.Decimal)) and not isinstance(
+                    v, bool):
                 return float(v)
             if isinstance(v, str):
                 return parse_text(v, t)
-            if t.root == "DECIMAL" and isinstance(v, (int, float)):
-                return decimal.Decimal(str(v))
+            if t.root == "DECIMAL" and isinstance(v, (int, decimal.Decimal)) and not isinstance(v, bool):
+                return decimals.fitter(t)(v)  # the number's exact digits (read as Decimal), at the column's scale
             raise ValueError(f"{path}: {v!r} is not a {t.base()}")
 
         def decode(data: bytes) -> Row | None:
             try:
-                obj = json.loads(data)
+                obj = json.loads(data, parse_float=decimal.Decimal)  # exact digits for DECIMAL columns
                 if not isinstance(obj, dict):
                     raise ValueError("the record is not a JSON object")
                 values = {}
@@ -272,17 +285,32 @@ class JsonFormatFactory(FormatFactory):
             if isinstance(v, datetime.datetime):
                 text = text_of(v)
                 return text.replace(" ", "T") if iso else text
-            if isinstance(v, (datetime.date, decimal.Decimal, bytes, bytearray)):
-                return text_of(v) if not isinstance(v, decimal.Decimal) else float(v)
+            if isinstance(v, (datetime.date, bytes, bytearray)):
+                return text_of(v)
+            if isinstance(v, dict):  # MAP: a JSON object, keys as text
+                return {text_of(k): value(x) for k, x in v.items()}
+            if isinstance(v, list):
+                return [value(x) for x in v]
             return v
 
         names = [n for n, _ in columns]
 
         def encode(row: Row) -> bytes:
             obj = {n: value(v) for n, v in zip(names, row, strict=True) if not (skip_nulls and v is None)}
-            return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+            return _json_text(obj).encode("utf-8")
 
         return encode
+
+
+def _json_text(v: Any) -> str:
+    """Compact JSON where a DECIMAL is a number with its exact digits (json.dumps would need a float)."""
+    if isinstance(v, decimal.Decimal):
+        return format(v, "f")
+    if isinstance(v, dict):
+        return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + _json_text(x) for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(_json_text(x) for x in v) + "]"
+    return json.dumps(v, ensure_ascii=False)
 
 
 # -- raw ---------------------------------------------------------------------------------------------

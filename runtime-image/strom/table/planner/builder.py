@@ -8,7 +8,9 @@ GroupAggregate, and a Calc evaluating the select list (and HAVING) over keys and
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
+from strom.table import decimals
 from strom.table.errors import NotSupportedYet, TableException, ValidationException
 from strom.table.expressions import AGGREGATES, Expression, col
 from strom.table.planner.plan import (
@@ -108,7 +110,9 @@ def _agg_type(agg: Expression, arg_type: DataType | None) -> DataType:
     assert arg_type is not None
     if agg.name in ("sum", "avg") and not arg_type.is_numeric:
         raise ValidationException(f"{agg.sql()}: argument is {arg_type}, expected a numeric type")
-    return DataType(arg_type.root, True, arg_type.precision)
+    if arg_type.root == "DECIMAL" and agg.name in ("sum", "avg"):  # DECIMAL(38, s) / DECIMAL(38, max(6, s))
+        return decimals.sum_type(arg_type) if agg.name == "sum" else decimals.avg_type(arg_type)
+    return replace(arg_type.plain(), nullable=True)
 
 
 def aggregate(
@@ -288,5 +292,5 @@ def union_all(inputs: list[PlanNode]) -> PlanNode:
         for other in inputs[1:]:
             if t.is_numeric:
                 t = wider_numeric(t, other.columns[k][1])  # INT with BIGINT is BIGINT, as Flink widens
-        columns.append((n, DataType(t.root, any(i.columns[k][1].nullable for i in inputs), t.precision)))
+        columns.append((n, replace(t.plain(), nullable=any(i.columns[k][1].nullable for i in inputs))))
     return UnionAllNode(columns, union_inputs=list(inputs))

@@ -14,8 +14,11 @@ import hashlib
 import math
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
+from strom.common.row import make_row
+from strom.table import decimals
 from strom.table.errors import ValidationException
 from strom.table.expressions import Expression
 from strom.table.types import DataType, DataTypes, wider_numeric
@@ -74,7 +77,7 @@ def _double(types: list[DataType]) -> DataType:
 
 
 def _same(types: list[DataType]) -> DataType:
-    return DataType(types[0].root, _nullable(types), types[0].precision)
+    return replace(types[0].plain(), nullable=_nullable(types))
 
 
 def _bool(types: list[DataType]) -> DataType:
@@ -238,6 +241,24 @@ def _round_int(x: int, digits: int, mode: str) -> int:
     return int(decimal.Decimal(x).quantize(q, rounding=mode))
 
 
+def _round_decimal(e: Expression, fns: list[Fn], types: list[DataType], mode: str) -> tuple[Fn, DataType]:
+    """ROUND/TRUNCATE of DECIMAL(p, s) to a constant r digits: Flink's findRoundDecimalType (one more integer
+    digit for the carry when r < s; DECIMAL(1 + p - s, 0) for r < 0)."""
+    if len(e.args) > 1 and (e.args[1].op != "lit" or not isinstance(e.args[1].value, int)):
+        raise ValidationException(f"{e.sql()}: the digits of ROUND/TRUNCATE over a DECIMAL must be an integer "
+                                  "literal")
+    r = int(e.args[1].value) if len(e.args) > 1 else 0
+    t = types[0]
+    p, s = t.precision or 10, t.scale or 0
+    if r >= s:
+        return fns[0], t
+    result = decimals.decimal_type(min(decimals.MAX_PRECISION, 1 + p - s + max(r, 0)), max(r, 0), t.nullable)
+    a = fns[0]
+    quantum = decimal.Decimal(1).scaleb(-r)
+    fit = decimals.fitter(result)
+    return (lambda row: None if (x := a(row)) is None else fit(x.quantize(quantum, rounding=mode))), result
+
+
 def rounding(mode: str) -> Builder:
     """ROUND(x[, d]) (HALF_UP) and TRUNCATE(x[, d]) (toward zero): the argument's type."""
 
@@ -247,6 +268,8 @@ def rounding(mode: str) -> Builder:
         a = fns[0]
         d = fns[1] if len(fns) > 1 else (lambda row: 0)
         integral = types[0].is_integral
+        if types[0].root == "DECIMAL":
+            return _round_decimal(e, fns, types, mode)
 
         def f(row: Sequence[Any]) -> Any:
             x, digits = a(row), d(row)
@@ -271,6 +294,13 @@ def _floor_ceil(up: bool) -> Builder:
         if types[0].is_integral:
             return a, types[0]
         op = math.ceil if up else math.floor
+        if types[0].root == "DECIMAL":  # Flink: DECIMAL(p - s + 1, 0) (the carry), the value itself if s = 0
+            t = types[0]
+            if not t.scale:
+                return a, t
+            result = decimals.decimal_type(min(decimals.MAX_PRECISION, (t.precision or 10) - t.scale + 1), 0,
+                                           t.nullable)
+            return (lambda row: None if (x := a(row)) is None else decimal.Decimal(op(x))), result
 
         def f(row: Sequence[Any]) -> Any:
             x = a(row)
@@ -288,6 +318,9 @@ def _mod(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataT
     _expect(e, types, "nn")
     a, b = fns
     integral = types[0].is_integral and types[1].is_integral
+    if "DECIMAL" in (types[0].root, types[1].root) and not {types[0].root, types[1].root} & {"FLOAT", "DOUBLE"}:
+        rem, result = decimals.arithmetic("%", types[0], types[1])
+        return (lambda row: None if (x := a(row)) is None or (y := b(row)) is None else rem(x, y)), result
 
     def f(row: Sequence[Any]) -> Any:
         x, y = a(row), b(row)
@@ -392,7 +425,7 @@ def _common_type(e: Expression, types: list[DataType]) -> DataType:
             result = wider_numeric(result, t)
         elif t.root != result.root and not (t.is_timestamp and result.is_timestamp):
             raise ValidationException(f"{e.sql()}: argument {a.sql()} is {t}, expected {result.base()}")
-    return DataType(result.root, _nullable(types), result.precision)
+    return replace(result.plain(), nullable=_nullable(types))
 
 
 def _if(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
@@ -413,7 +446,7 @@ def _nullif(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, Da
         x = a(row)
         return None if x is None or x == b(row) else x
 
-    return f, DataType(types[0].root, True, types[0].precision)
+    return f, replace(types[0].plain(), nullable=True)
 
 
 def _extreme(pick: Callable[..., Any]) -> Builder:
@@ -459,8 +492,69 @@ def _array(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, Dat
     return (lambda row: [g(row) for g in fns]), DataTypes.ARRAY(element, False)
 
 
+def _map(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    """MAP[k1, v1, k2, v2, ..]: a NOT NULL map of the keys' and the values' common types; a repeated key
+    keeps its last value (as Flink's map constructor)."""
+    if not fns or len(fns) % 2:
+        raise ValidationException(f"{e.sql()}: MAP[..] takes an even, non-zero number of arguments (key, value, ..)")
+    key = _common_type(Expression("call", "map", e.args[0::2]), types[0::2])
+    value = _common_type(Expression("call", "map", e.args[1::2]), types[1::2])
+    pairs = [(fns[i], fns[i + 1]) for i in range(0, len(fns), 2)]
+    return (lambda row: {k(row): v(row) for k, v in pairs}), DataTypes.MAP(key, value, False)
+
+
+def _map_part(part: str) -> Builder:
+    """MAP_KEYS(m) / MAP_VALUES(m): an ARRAY of the keys or the values; MAP_ENTRIES(m): ARRAY<ROW<key, value>>."""
+
+    def build(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+        _arity(e, 1, 1)
+        if types[0].root != "MAP":
+            raise ValidationException(f"{e.sql()}: {e.args[0].sql()} is {types[0]}, not a MAP")
+        (a,) = fns
+        kt, vt = types[0].fields[0][1], types[0].fields[1][1]
+        if part == "keys":
+            return (lambda row: None if (m := a(row)) is None else list(m)), DataTypes.ARRAY(kt, types[0].nullable)
+        if part == "values":
+            return ((lambda row: None if (m := a(row)) is None else list(m.values())),
+                    DataTypes.ARRAY(vt, types[0].nullable))
+        entry = DataTypes.ROW([("key", kt), ("value", vt)])
+        names = ("key", "value")
+        return ((lambda row: None if (m := a(row)) is None else [make_row([k, v], names) for k, v in m.items()]),
+                DataTypes.ARRAY(entry, types[0].nullable))
+
+    return build
+
+
+def _map_from_arrays(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    """MAP_FROM_ARRAYS(keys, values): the arrays paired; arrays of different lengths fail, as in Flink."""
+    _arity(e, 2, 2)
+    for a, t in zip(e.args, types, strict=True):
+        if t.root != "ARRAY":
+            raise ValidationException(f"{e.sql()}: {a.sql()} is {t}, not an ARRAY")
+    ka, va = fns
+
+    def f(row: Sequence[Any]) -> Any:
+        ks, vs = ka(row), va(row)
+        if ks is None or vs is None:
+            return None
+        if len(ks) != len(vs):
+            raise ValueError(f"{e.sql()}: Invalid function MAP_FROM_ARRAYS call: the key array has {len(ks)} "
+                             f"elements, the value array {len(vs)}; both arrays must have the same length")
+        return dict(zip(ks, vs, strict=True))
+
+    return f, DataTypes.MAP(types[0].fields[0][1], types[1].fields[0][1], _nullable(types))
+
+
 def _element_at(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
-    """array[i]: the element at 1-based position i; NULL when i is outside the array."""
+    """array[i]: the element at 1-based position i; NULL when i is outside the array. map[key]: the key's
+    value, NULL when the map lacks the key."""
+    if types[0].root == "MAP":
+        kt = types[0].fields[0][1]
+        if not (kt.root == types[1].root or (kt.is_numeric and types[1].is_numeric)):
+            raise ValidationException(f"{e.sql()}: the key {e.args[1].sql()} is {types[1]}, the map's keys are {kt}")
+        m_fn, k_fn = fns
+        return ((lambda row: None if (m := m_fn(row)) is None or (k := k_fn(row)) is None else m.get(k)),
+                types[0].fields[1][1].nullable_())
     if types[0].root != "ARRAY":
         raise ValidationException(f"{e.sql()}: {e.args[0].sql()} is {types[0]}, not an ARRAY")
     _expect(e, types, "ai")
@@ -477,8 +571,8 @@ def _element_at(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn
 
 def _cardinality(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
     _arity(e, 1, 1)
-    if types[0].root != "ARRAY":
-        raise ValidationException(f"{e.sql()}: {e.args[0].sql()} is {types[0]}, not an ARRAY")
+    if types[0].root not in ("ARRAY", "MAP"):
+        raise ValidationException(f"{e.sql()}: {e.args[0].sql()} is {types[0]}, not an ARRAY or a MAP")
     (a,) = fns
     return (lambda row: None if (v := a(row)) is None else len(v)), DataTypes.INT(types[0].nullable)
 
@@ -534,6 +628,11 @@ CALLS: dict[str, Builder] = {
     "rand_integer": _rand(True),
     **{name: strict("n", _double, _java_double(fn)) for name, fn in _MATH1.items()},
     "array": _array,
+    "map": _map,
+    "map_keys": _map_part("keys"),
+    "map_values": _map_part("values"),
+    "map_entries": _map_part("entries"),
+    "map_from_arrays": _map_from_arrays,
     "element_at": _element_at,
     "cardinality": _cardinality,
     "if": _if,

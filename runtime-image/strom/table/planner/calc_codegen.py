@@ -20,6 +20,7 @@ from typing import Any
 
 from strom.common.row import Row, make_row
 from strom.datastream.functions import FlatMapFunction, MapFunction
+from strom.table import decimals
 from strom.table.expressions import Expression
 from strom.table.planner.plan import CalcNode
 from strom.table.planner.scalar import Columns, column_index, compile_scalar
@@ -79,6 +80,13 @@ class _Level:
             t0, t1 = self.type_of(e.args[0]), self.type_of(e.args[1])
             if not (t0.is_numeric and t1.is_numeric):
                 return self.fallback(e)
+            if "DECIMAL" in (t0.root, t1.root):  # Flink's exact result type, rescaled (overflow: NULL)
+                if {t0.root, t1.root} & {"FLOAT", "DOUBLE"}:
+                    return self.fallback(e)
+                x, y = g.tmp(), g.tmp()
+                a, b = self.expr(e.args[0]), self.expr(e.args[1])
+                fn = g.const(decimals.arithmetic(name, t0, t1)[0])
+                return f"(None if {_both(x, a, y, b, e.args[1])} else {fn}({x}, {y}))"
             x, y = g.tmp(), g.tmp()
             a, b = self.expr(e.args[0]), self.expr(e.args[1])
             value = f"{x} {name} {y}"

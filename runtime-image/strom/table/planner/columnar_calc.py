@@ -24,6 +24,7 @@ the switch is for experiments until the runtime carries record batches between o
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Callable
 from typing import Any
 
@@ -81,6 +82,12 @@ class _Compiler:
         if e.op != "call":
             return None
         args = [self.compile(a) for a in e.args]
+        if e.name in _CMP and len(args) == 2:  # DOUBLE column vs DECIMAL literal (x <> 1.0): the literal as a double
+            for k in (0, 1):
+                lit_arg, other = e.args[k], args[1 - k]
+                if (lit_arg.op == "lit" and isinstance(lit_arg.value, decimal.Decimal) and other is not None
+                        and other[1].root in ("FLOAT", "DOUBLE")):
+                    args[k] = (_constant(pa.scalar(float(lit_arg.value), type=pa.float64())), other[1])
         if any(a is None for a in args):
             return None
         ks = [a[0] for a in args if a is not None]
@@ -111,6 +118,10 @@ class _Compiler:
             (ka,) = ks
             return (lambda batch: pc.cast(pc.utf8_length(ka(batch)), pa.int32())), t
         return None
+
+
+def _constant(scalar: Any) -> Kernel:
+    return lambda batch: scalar
 
 
 def _pass_through(e: Expression, columns: Columns) -> int | None:

@@ -16,6 +16,7 @@ from strom.common.time import MAX_WATERMARK
 from strom.common.typeinfo import Types
 from strom.datastream.functions import KeyedProcessFunction
 from strom.datastream.state import ValueStateDescriptor
+from strom.table import decimals
 from strom.table.planner.plan import AggCall
 from strom.table.planner.rows import make_row
 from strom.table.types import wrap_integer
@@ -190,10 +191,14 @@ def valuers(aggs: list[AggCall]) -> list[tuple[Any, AggCall]]:
 def _sum(total: Any, agg: AggCall) -> Any:
     # SUM(INT) is INT in Flink and overflows as Java does; the accumulator keeps the exact total, so
     # retractions stay exact and the wrapped value is only what is emitted
+    if agg.data_type.root == "DECIMAL":  # NULL past DECIMAL(38, s), as Flink's overflow
+        return decimals.fitter(agg.data_type)(total)
     return wrap_integer(total, agg.data_type.root) if agg.data_type.is_integral else total
 
 
 def _avg(total: Any, n: int, agg: AggCall) -> Any:
+    if agg.data_type.root == "DECIMAL":  # rounded HALF_UP to DECIMAL(38, max(6, s))
+        return decimals.fitter(agg.data_type)(decimals.divide_exact(total, n))
     if agg.data_type.is_integral:  # Flink: AVG of an integer column is an integer (truncated toward zero)
         q = abs(total) // n
         return q if total >= 0 else -q

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from strom.table import decimals
 from strom.table.errors import ValidationException
 from strom.table.expressions import Expression
 from strom.table.planner.plan import SourceNode
 from strom.table.planner.scalar import compile_scalar
 from strom.table.types import DataType, DataTypes, wider_numeric
 
-_NUMERIC = {"TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE"}
+_NUMERIC = {"TINYINT", "SMALLINT", "INT", "BIGINT", "DECIMAL", "FLOAT", "DOUBLE"}
 
 
 def _column_type(name: str, types: list[DataType | None]) -> DataType:
@@ -33,6 +34,8 @@ def _column_type(name: str, types: list[DataType | None]) -> DataType:
 def _coerce(v: Any, t: DataType) -> Any:
     if v is not None and t.root in ("FLOAT", "DOUBLE"):
         return float(v)
+    if v is not None and t.root == "DECIMAL":  # every row at the column's scale (1.5 in DECIMAL(3, 2): 1.50)
+        return decimals.fitter(t)(v)
     return v
 
 

@@ -8,11 +8,14 @@ An unknown column is a one-line ValidationException naming it and the available 
 from __future__ import annotations
 
 import datetime
+import decimal
 import math
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
+from strom.table import decimals
 from strom.table.errors import NotSupportedYet, ValidationException
 from strom.table.expressions import Expression
 from strom.table.planner import builtin_functions, json_functions, session_zone, temporal_functions
@@ -39,6 +42,10 @@ def compile_scalar(e: Expression, columns: Columns) -> tuple[Fn, DataType]:
         return (lambda row: row[i]), columns[i][1]
     if e.op == "lit":
         v = e.value
+        if e.data_type is None and isinstance(v, decimal.Decimal):  # SQL's 1.50: DECIMAL(3, 2), as Flink types it
+            _, digits, exponent = v.as_tuple()
+            scale = max(0, -int(exponent))
+            e = Expression("lit", value=v, data_type=decimals.decimal_type(max(len(digits), scale, 1), scale))
         t = e.data_type or (type_of_value(v) if v is not None else DataTypes.STRING())
         if e.data_type is None and isinstance(v, int) and not isinstance(v, bool) and -(2**31) <= v < 2**31:
             t = DataTypes.INT(False)  # Flink types an integer literal INT when it fits
@@ -76,6 +83,8 @@ def _arith(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, Dat
         return _timestamp_arith(e, fns, types)
     _need_numeric(e, types)
     a, b = fns
+    if "DECIMAL" in (types[0].root, types[1].root):
+        return _decimal_arith(e, fns, types)
     t = wider_numeric(types[0], types[1])
     integral = t.is_integral
     root = t.root
@@ -102,6 +111,35 @@ def _arith(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, Dat
     return f, t
 
 
+def _decimal_arith(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    """DECIMAL with DECIMAL or an integer: Flink's exact result type; with FLOAT/DOUBLE: a DOUBLE."""
+    a, b = fns
+    if types[0].root in ("FLOAT", "DOUBLE") or types[1].root in ("FLOAT", "DOUBLE"):
+        as_float = Expression("call", e.name, tuple(
+            Expression("call", "cast", (x,), data_type=DataTypes.DOUBLE()) if t.root == "DECIMAL" else x
+            for x, t in zip(e.args, types, strict=True)))
+        return compile_scalar_calls(as_float, fns, types)
+    fn, t = decimals.arithmetic(e.name, types[0], types[1])
+
+    def f(row: Sequence[Any]) -> Any:
+        x, y = a(row), b(row)
+        return None if x is None or y is None else fn(x, y)
+
+    return f, t
+
+
+def compile_scalar_calls(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
+    """`e` (a call over arguments already compiled to `fns`/`types`, with CASTs wrapped around some)."""
+    wrapped_fns, wrapped_types = [], []
+    for x, f, t in zip(e.args, fns, types, strict=True):
+        if x.op == "call" and x.name == "cast":
+            f, t = _cast(x, [f], [t])
+        wrapped_fns.append(f)
+        wrapped_types.append(t)
+    builder = _CALLS[e.name]
+    return builder(e, wrapped_fns, wrapped_types)
+
+
 def _timestamp_arith(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
     """TIMESTAMP +/- INTERVAL (and INTERVAL + TIMESTAMP): a TIMESTAMP of the same kind, no time attribute."""
     a, b = fns
@@ -116,7 +154,7 @@ def _timestamp_arith(e: Expression, fns: list[Fn], types: list[DataType]) -> tup
 
 
 def _shifted(ts: DataType, interval: DataType) -> DataType:
-    return DataType(ts.root, ts.nullable or interval.nullable, ts.precision)
+    return replace(ts, nullable=ts.nullable or interval.nullable, time_attr=None)
 
 
 _EPOCH = datetime.datetime(1970, 1, 1)
@@ -266,7 +304,7 @@ def _coalesce(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, 
                 return v
         return None
 
-    return f, DataType(result.root, all(t.nullable for t in types), result.precision)
+    return f, replace(result.plain(), nullable=all(t.nullable for t in types))
 
 
 def _case(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, DataType]:
@@ -289,7 +327,7 @@ def _case(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, Data
                 return val(row)
         return default(row) if default is not None else None
 
-    return f, DataType(result.root, True, result.precision)
+    return f, replace(result.plain(), nullable=True)
 
 
 def _is_null(negate: bool):
@@ -343,6 +381,8 @@ def cast_value(v: Any, source: DataType, target: DataType, safe: bool, what: str
                 if n != wrap_integer(n, root):
                     raise ValueError(v)
                 return n
+            if isinstance(v, decimal.Decimal):  # toward zero, then Java's narrowing
+                return wrap_integer(int(v), root)
             if isinstance(v, float):  # Java's d2i/d2l: toward zero, saturating (NaN -> 0), then narrowing
                 if math.isnan(v):
                     return 0
@@ -352,6 +392,10 @@ def cast_value(v: Any, source: DataType, target: DataType, safe: bool, what: str
             return wrap_integer(int(v), root)  # Java's narrowing of integers wraps (two's complement)
         if root in ("DOUBLE", "FLOAT"):
             return float(v.strip()) if isinstance(v, str) else float(v)
+        if root == "DECIMAL":  # HALF_UP to the scale; too many integer digits is NULL, as Flink's cast
+            if isinstance(v, bool):
+                v = int(v)
+            return decimals.fitter(target)(decimal.Decimal(v.strip()) if isinstance(v, str) else v)
         if root == "BOOLEAN":
             if isinstance(v, str):
                 s = v.strip().lower()
@@ -377,7 +421,7 @@ def cast_value(v: Any, source: DataType, target: DataType, safe: bool, what: str
                 return datetime.date.fromisoformat(v.strip())
             if isinstance(v, datetime.datetime):
                 return (session_zone.to_local(v, zone) if source.root == "TIMESTAMP_LTZ" else v).date()
-    except (ValueError, TypeError, OverflowError):
+    except (ValueError, TypeError, OverflowError, decimal.InvalidOperation):
         if safe:
             return None
         raise ValueError(f"{what}: cannot cast {v!r} to {target.base()}") from None
@@ -402,8 +446,8 @@ def _cast(e: Expression, fns: list[Fn], types: list[DataType]) -> tuple[Fn, Data
         raise NotSupportedYet(f"CAST from {source.base()} to {target.base()} ({e.sql()})")
     what = e.sql()
     zone = session_zone.current()
-    return (lambda row: cast_value(a(row), source, target, safe, what, zone)), DataType(
-        target.root, source.nullable or safe, target.precision
+    return (lambda row: cast_value(a(row), source, target, safe, what, zone)), replace(
+        target, nullable=source.nullable or safe, time_attr=None
     )
 
 

@@ -4,6 +4,7 @@ print connector (which prints Java's toString: `true`, `null`)."""
 from __future__ import annotations
 
 import datetime
+import decimal
 import math
 from typing import Any
 
@@ -35,6 +36,8 @@ def sql_string(v: Any, data_type: DataType | None = None) -> str:
         return "TRUE" if v else "FALSE"
     if isinstance(v, float):
         return java_double(v)
+    if isinstance(v, decimal.Decimal):  # BigDecimal.toPlainString: 1.50, never 1.5E+1
+        return format(v, "f")
     if isinstance(v, datetime.datetime):
         if data_type is not None and data_type.root == "TIMESTAMP_LTZ":  # an instant: shown in the session zone
             from strom.table.planner import session_zone
@@ -47,6 +50,10 @@ def sql_string(v: Any, data_type: DataType | None = None) -> str:
         return base + "." + f"{v.microsecond:06d}".ljust(precision, "0")[:precision]
     if isinstance(v, datetime.date):
         return v.isoformat()
+    if isinstance(v, dict) and data_type is not None and data_type.root == "MAP":  # Flink: {a=1, b=2}
+        kt, vt = data_type.fields[0][1], data_type.fields[1][1]
+        return "{" + ", ".join(("NULL" if k is None else sql_string(k, kt)) + "="
+                               + ("NULL" if x is None else sql_string(x, vt)) for k, x in v.items()) + "}"
     if isinstance(v, (list, tuple)) and data_type is not None and data_type.root == "ARRAY":  # Flink: [1, 2]
         element = data_type.fields[0][1]
         return "[" + ", ".join("NULL" if x is None else sql_string(x, element) for x in v) + "]"

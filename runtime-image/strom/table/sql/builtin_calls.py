@@ -62,12 +62,15 @@ _BY_CLASS: dict[type, tuple[str, tuple[str, ...]]] = {
     exp.Atan2: ("atan2", ("this", "expression")),
     exp.Degrees: ("degrees", ("this",)),
     exp.Radians: ("radians", ("this",)),
+    exp.MapKeys: ("map_keys", ("this",)),
 }
 
 # Flink functions sqlglot reads as plain calls (or that function_syntax renamed into plain calls)
 ANONYMOUS = {"REGEXP", "SPLIT_INDEX", "SHA1", "SHA256", "RAND_INTEGER", "E", "NOW", "TO_TIMESTAMP", "JSON_VALUE",
              "JSON_QUERY", "JSON_EXISTS", "JSON_ARRAY", "DATE_FORMAT", "TO_DATE", "UNIX_TIMESTAMP", "FROM_UNIXTIME",
-             "REGEXP_EXTRACT", "LOCALTIMESTAMP", "CURRENT_TIMESTAMP", "CURRENT_DATE", "LTRIM", "RTRIM", "CARDINALITY"}
+             "REGEXP_EXTRACT", "LOCALTIMESTAMP", "CURRENT_TIMESTAMP", "CURRENT_DATE", "LTRIM", "RTRIM", "CARDINALITY",
+             "JSON_VALUE_EX", "JSON_QUERY_EX", "JSON_EXISTS_EX",
+             "MAP_KEYS", "MAP_VALUES", "MAP_ENTRIES", "MAP_FROM_ARRAYS"}
 # keywords Flink reads as niladic functions; sqlglot sees a column
 NILADIC = {"LOCALTIMESTAMP": "localtimestamp", "CURRENT_TIMESTAMP": "current_timestamp",
            "CURRENT_DATE": "current_date"}
@@ -104,8 +107,9 @@ def builtin_call(node: exp.Expression, expr: Translate) -> Expression | None:
         return Expression("call", "array", tuple(expr(a) for a in node.expressions))
     if isinstance(node, exp.Bracket):
         target = node.this
-        if isinstance(target, exp.Column) and target.name.upper() == "MAP" and not target.this.quoted:
-            raise NotSupportedYet("MAP[..] (MAP values)")
+        if isinstance(target, exp.Column) and target.name.upper() == "MAP" and not target.this.quoted and (
+                not target.table):  # MAP['k1', v1, 'k2', v2]: Flink's map value constructor
+            return Expression("call", "map", tuple(expr(a) for a in node.expressions))
         if len(node.expressions) != 1:
             raise NotSupportedYet(f"{node.sql(DIALECT)} (one index: array[i])")
         return Expression("call", "element_at", (expr(target), expr(node.expressions[0])))

@@ -31,6 +31,12 @@ def data_type(node: exp.DataType, where: str) -> DataType:
                               for f in node.expressions])
     if node.this == exp.DataType.Type.ARRAY and len(node.expressions) == 1:  # ARRAY<INT>
         return DataTypes.ARRAY(data_type(node.expressions[0], f"{where}, array element"))
+    if node.this == exp.DataType.Type.MAP and len(node.expressions) == 2:  # MAP<STRING, INT>
+        return DataTypes.MAP(data_type(node.expressions[0], f"{where}, map key"),
+                             data_type(node.expressions[1], f"{where}, map value"))
+    if node.this == exp.DataType.Type.DECIMAL:  # DECIMAL, DECIMAL(p), DECIMAL(p, s): Flink's default is (10, 0)
+        params = [int(p.this.this) for p in node.expressions]
+        return DataTypes.DECIMAL(*(params or [10]))
     root = _TYPES.get(node.this)
     if root is None:
         raise NotSupportedYet(f"type {node.sql(DIALECT)} ({where})")

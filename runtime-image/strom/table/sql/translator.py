@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import decimal
 import re
 from typing import Any
 
@@ -101,7 +102,10 @@ class Translator:
             if node.is_string:
                 return lit(node.this)
             text = node.this
-            return lit(int(text)) if re.fullmatch(r"-?\d+", text) else lit(float(text))
+            if re.fullmatch(r"-?\d+", text):
+                return lit(int(text))
+            # an exact numeric literal (1.5) is DECIMAL in Flink; only an exponent (1.5E0) makes it DOUBLE
+            return lit(decimal.Decimal(text)) if re.fullmatch(r"-?\d*\.\d*", text) else lit(float(text))
         if isinstance(node, exp.Boolean):
             return lit(bool(node.this))
         if isinstance(node, exp.Null):
@@ -110,7 +114,8 @@ class Translator:
             return self.expr(node.this)
         if isinstance(node, exp.Neg):
             inner = self.expr(node.this)
-            if inner.op == "lit" and isinstance(inner.value, (int, float)) and not isinstance(inner.value, bool):
+            if inner.op == "lit" and isinstance(inner.value, (int, float, decimal.Decimal)) and not isinstance(
+                    inner.value, bool):
                 return lit(-inner.value)
             return -inner
         if isinstance(node, exp.Not):
