@@ -13,6 +13,7 @@ from strom.table.expressions import Expression
 from strom.table.planner.plan import CorrelateNode, PlanNode
 from strom.table.planner.rows import make_row
 from strom.table.planner.scalar import compile_scalar
+from strom.table.types import DataTypes
 
 
 def correlate(input_node: PlanNode, call: Expression, names: list[str] | None, left_outer: bool) -> CorrelateNode:
@@ -42,14 +43,21 @@ def correlate(input_node: PlanNode, call: Expression, names: list[str] | None, l
 
 
 def _unnest(input_node: PlanNode, call: Expression, names: list[str] | None, left_outer: bool) -> CorrelateNode:
-    """UNNEST(array): one row per element (an ARRAY<ROW<..>> element gives its fields as columns); a NULL
-    or empty array gives none (LEFT JOIN .. ON TRUE: one row of NULLs)."""
+    """UNNEST(array): one row per element (an ARRAY<ROW<..>> element gives its fields as columns); UNNEST(map):
+    one row per entry (key, value); a NULL or empty one gives none (LEFT JOIN .. ON TRUE: one row of NULLs).
+    WITH ORDINALITY adds the 1-based position as a last INT NOT NULL column (Flink's `ORDINALITY`)."""
     _, t = compile_scalar(call.args[0], input_node.columns)
-    if t.root != "ARRAY":
-        raise ValidationException(f"UNNEST({call.args[0].sql()}): {call.args[0].sql()} is {t}, not an ARRAY")
+    if t.root not in ("ARRAY", "MAP"):
+        raise ValidationException(f"UNNEST({call.args[0].sql()}): {call.args[0].sql()} is {t}, not an ARRAY or a MAP")
     element = t.fields[0][1]
-    types = [ft for _, ft in element.fields] if element.root == "ROW" else [element]
-    names = names or ([n for n, _ in element.fields] if element.root == "ROW" else ["EXPR$0"])
+    if t.root == "MAP":
+        fields = [(n, ft) for n, ft in t.fields]
+    else:
+        fields = list(element.fields) if element.root == "ROW" else [("EXPR$0", element)]
+    if call.value == "ordinality":
+        fields.append(("ORDINALITY", DataTypes.INT(False)))
+    types = [ft for _, ft in fields]
+    names = names or [n for n, _ in fields]
     if len(names) != len(types):
         raise ValidationException(f"UNNEST({call.args[0].sql()}) gives {len(types)} columns, got {len(names)} names "
                                   f"({', '.join(names)})")
@@ -70,9 +78,11 @@ class CorrelateFunction:
         self.args = [compile_scalar(a, node.input.columns)[0] for a in node.call.args]
         self.unnest = node.call.name == "unnest"
         self.width = len(node.columns) - len(node.input.columns)
-        if self.unnest:  # ARRAY<ROW<..>>: each element's fields are the columns
+        if self.unnest:  # ARRAY<ROW<..>>: each element's fields are the columns; MAP: (key, value)
             array_type = compile_scalar(node.call.args[0], node.input.columns)[1]
-            self.row_elements = array_type.fields[0][1].root == "ROW"
+            self.map_entries = array_type.root == "MAP"
+            self.row_elements = not self.map_entries and array_type.fields[0][1].root == "ROW"
+            self.ordinality = node.call.value == "ordinality"
         else:
             wrapper = node.call.value
             self.invoker = wrapper.invoker()
@@ -90,11 +100,24 @@ class CorrelateFunction:
             out.append(t)
         return out
 
+    def _unnested(self, value: Any) -> list[tuple[Any, ...]]:
+        if not value:
+            return []
+        if self.map_entries:
+            produced = list(value.items())
+        elif self.row_elements:
+            width = self.width - self.ordinality
+            produced = [tuple(e) if e is not None else (None,) * width for e in value]
+        else:
+            produced = [(e,) for e in value]
+        if self.ordinality:
+            return [(*t, i) for i, t in enumerate(produced, 1)]
+        return produced
+
     def __call__(self, row: Row) -> Iterator[Row]:
         values = [g(row) for g in self.args]
         if self.unnest:
-            produced = [(tuple(e) if e is not None else (None,) * self.width) if self.row_elements else (e,)
-                        for e in (values[0] or [])]
+            produced = self._unnested(values[0])
         else:
             produced = self.invoker.call(self._rows, values)  # the generator runs inside, so its errors are named
         kind = row.get_row_kind()

@@ -245,8 +245,9 @@ def _lateral(joins: list[exp.Join], qualifiers: set[str], functions: dict[str, A
 
 
 def _unnest(join: exp.Join, unnest: exp.Unnest, qualifiers: set[str], functions: dict[str, Any]) -> Lateral:
-    if len(unnest.expressions) != 1 or unnest.args.get("offset"):
-        raise NotSupportedYet(f"{unnest.sql(DIALECT)} (UNNEST of one array, without WITH ORDINALITY)")
+    if len(unnest.expressions) != 1:
+        raise NotSupportedYet(f"{unnest.sql(DIALECT)} (UNNEST of one array or map)")
+    offset = unnest.args.get("offset")  # WITH ORDINALITY: sqlglot holds the last alias column (or True) here
     side = str(join.args.get("side") or "").upper()
     on = join.args.get("on")
     if side == "LEFT":
@@ -258,8 +259,11 @@ def _unnest(join: exp.Join, unnest: exp.Unnest, qualifiers: set[str], functions:
     names = [c.name for c in alias.columns] if alias is not None and alias.columns else None
     if alias is not None and alias.name:
         qualifiers.add(alias.name)
+    if isinstance(offset, exp.Identifier):
+        names = [*(names or []), offset.name]
     array = Translator(qualifiers, functions).expr(unnest.expressions[0])
-    return Lateral(Expression("call", "unnest", (array,)), names, side == "LEFT")
+    return Lateral(Expression("call", "unnest", (array,), value="ordinality" if offset else None), names,
+                   side == "LEFT")
 
 
 def _order_by(tree: exp.Select, tr: Translator) -> list[tuple[Expression, bool, bool]]:
