@@ -27,13 +27,24 @@ def strip_statement(sql: str) -> str:
 
 
 def parse_one(text: str) -> exp.Expression:
-    text = function_syntax.rewrite(text)
+    original = text
+    try:
+        rewritten = function_syntax.rewrite_text(text)
+    except function_syntax.ClauseError as e:
+        line, col = function_syntax.position_of(original, e.at)
+        raise SqlParserException(f"SQL parse error at line {line}, column {col}: {e}") from None
+    text = rewritten.text
     try:
         trees = sqlglot.parse(text, read=DIALECT)
     except sqlglot.errors.ParseError as e:
         err = e.errors[0] if e.errors else {}
+        where = f"line {err.get('line', '?')}, column {err.get('col', '?')}"
+        if isinstance(err.get("line"), int) and isinstance(err.get("col"), int):
+            # the position in the user's text, not in the rewritten one (renamed functions are longer)
+            line, col = function_syntax.user_position(original, rewritten, err["line"], err["col"])
+            where = f"line {line}, column {col}"
         raise SqlParserException(
-            f"SQL parse error at line {err.get('line', '?')}, column {err.get('col', '?')}: "
+            f"SQL parse error at {where}: "
             f"{err.get('description', str(e)).splitlines()[0]} (near {err.get('highlight', '')!r})"
         ) from None
     except sqlglot.errors.TokenError as e:
