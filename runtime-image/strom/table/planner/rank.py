@@ -47,20 +47,28 @@ class _Descending:
         return (_Descending, (self.v,))
 
 
+_NEGATABLE = (int, float)  # exactly these types (not bool): a descending number sorts as its negation
+
+
 class SortKeyOf:
-    """A row -> a tuple that sorts as ORDER BY says (NULLS FIRST/LAST per key)."""
+    """A row -> a tuple that sorts as ORDER BY says (NULLS FIRST/LAST per key). A descending INT/BIGINT/DOUBLE
+    value is negated (tuple comparison stays in C); other descending values are wrapped in _Descending. A
+    column's values all take the same path, so keys of one column always compare with each other."""
 
     def __init__(self, keys: list[SortKey]) -> None:
         self.keys = [(k.index, k.descending, k.nulls_first) for k in keys]
 
+    # hot path: called per record
     def __call__(self, row: Any) -> tuple[Any, ...]:
         out: list[Any] = []
         for index, descending, nulls_first in self.keys:
             v = row[index]
             if v is None:
                 out += [0 if nulls_first else 2, 0]
+            elif descending:
+                out += [1, -v if type(v) in _NEGATABLE else _Descending(v)]
             else:
-                out += [1, _Descending(v) if descending else v]
+                out += [1, v]
         return tuple(out)
 
 
@@ -97,7 +105,7 @@ class TopNFunction(KeyedProcessFunction):
             return  # not in the top N: no change
         if stored is None and self.final_only:
             ctx.timer_service().register_event_time_timer(MAX_WATERMARK)
-        before = list(rows)
+        before = list(rows) if self.output_rank else rows  # only the rank numbers need the old order
         keys.insert(pos, key)
         rows.insert(pos, tuple(value))
         evicted = None
