@@ -32,6 +32,7 @@ from strom.table.planner import (
     insert_columns,
     join,
     over_agg,
+    scan_fusion,
     session_zone,
     sink_changelog,
     top_n,
@@ -417,7 +418,7 @@ class TableEnvironment:
             return self._describe(s.name)
         if isinstance(s, sqlp.Explain):
             plan = self._plan_query(s.query)
-            text = "== Optimized Physical Plan ==\n" + plan.digest() + "\n"
+            text = "== Optimized Physical Plan ==\n" + scan_fusion.with_pushdown(plan).digest() + "\n"
             text += batch_sql.explain(self, plan) if not self._streaming else ""
             return TableResult([("result", DataTypes.STRING(False))], ResultKind.SUCCESS_WITH_CONTENT,
                                rows=[Row(text)])
@@ -609,7 +610,8 @@ class TableEnvironment:
             if on_spark is not None:
                 return on_spark
         env = self._job_env(next((n for (_, n), _ in checked if _reads_data_stream(n)), None))
-        memo: dict[str, DataStream] = {}
+        # the sources each INSERT reads, counted over all of them: a source read once is fused with its Calcs
+        memo: dict[str, Any] = {scan_fusion.CONSUMERS_KEY: scan_fusion.count_sources([n for (_, n), _ in checked])}
         names = []
         for (obj, node), overwrite in checked:
             ctx = table_context(obj)

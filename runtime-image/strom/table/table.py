@@ -189,7 +189,9 @@ class Table:
         print(self.get_schema(), end="")
 
     def explain(self, *extra_details: Any) -> str:
-        return "== Optimized Physical Plan ==\n" + self._node.digest() + "\n"
+        from strom.table.planner.scan_fusion import with_pushdown  # the plan as it runs: pushed into sources
+
+        return "== Optimized Physical Plan ==\n" + with_pushdown(self._node).digest() + "\n"
 
     def execute(self) -> TableResult:
         return self._t_env._execute_query(self._node)

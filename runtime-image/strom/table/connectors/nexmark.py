@@ -35,6 +35,7 @@ from strom.datastream.functions import MapFunction
 from strom.table.connectors.registry import ConnectorFactory, TableContext, register
 from strom.table.errors import NotSupportedYet
 from strom.table.planner.event_time import _MS, EPOCH
+from strom.table.planner.scan_fusion import EventBranch
 
 UNBOUNDED_EVENTS = 1 << 62  # events.num = 0: as good as endless
 
@@ -108,11 +109,41 @@ class NexmarkFactory(ConnectorFactory):
         return (ctx.int_option("events.num", 0) or 0) > 0
 
     def build_source(self, ctx: TableContext, env: Any, uid: str, *, batch: bool) -> Any:
+        events = self.build_event_stream(ctx, env, uid)
+        return events.map(EventToRow(ctx.columns)).name("NexmarkEventToRow").uid(uid + "-rows")
+
+    # -- push-down (strom.table.planner.scan_fusion): the table is a tagged union of the three event kinds
+    def build_event_stream(self, ctx: TableContext, env: Any, uid: str) -> Any:
+        """The generator's events themselves (Person, Auction, Bid NamedTuples), one per record."""
         from strom.connectors.nexmark import NexmarkSource
 
-        events = env.from_source(NexmarkSource(self.config(ctx)), WatermarkStrategy.no_watermarks(),
-                                 f"TableSourceScan[{ctx.display_name}]").uid(uid)
-        return events.map(EventToRow(ctx.columns)).name("NexmarkEventToRow").uid(uid + "-rows")
+        return env.from_source(NexmarkSource(self.config(ctx)), WatermarkStrategy.no_watermarks(),
+                               f"TableSourceScan[{ctx.display_name}]").uid(uid)
+
+    def event_branches(self, ctx: TableContext) -> list[EventBranch]:
+        """Per event kind (bids first, as most events are bids): `event_type`'s value, the ROW column it fills
+        and each declared field as Python over the event `e` (TIMESTAMP(3) fields from their epoch ms)."""
+        from strom.connectors.nexmark import Auction, Bid, Person
+
+        names = [n for n, _ in ctx.columns]
+        types = dict(ctx.columns)
+        out = []
+        for kind, code, cls in (("bid", 2, Bid), ("person", 0, Person), ("auction", 1, Auction)):
+            positions = {f: k for k, f in enumerate(cls._fields)}
+            fields: dict[str, str] = {}
+            millis: dict[str, str] = {}
+            for f in types[kind].field_names() if kind in types else []:
+                attr = _FIELDS[kind][f]
+                ref = f"e[{positions[attr]}]"
+                fields[f] = f"(_E + {ref} * _MS)" if attr in _TIMES else ref
+                if attr in _TIMES:
+                    millis[f] = ref
+            out.append(EventBranch(cls, {"event_type": code} if "event_type" in names else {},
+                                   kind if kind in names else None, fields, millis))
+        return out
+
+    def event_consts(self) -> dict[str, Any]:
+        return {"_E": EPOCH, "_MS": _MS}
 
 
 class EventToRow(MapFunction):

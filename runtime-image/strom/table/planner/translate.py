@@ -15,7 +15,7 @@ from strom.datastream.data_stream import DataStream
 from strom.datastream.functions import ProcessFunction
 from strom.graph.transformations import OperatorDescriptor
 from strom.table.errors import NotSupportedYet
-from strom.table.planner import calc_codegen
+from strom.table.planner import calc_codegen, scan_fusion
 from strom.table.planner.columnar_calc import columnar_bundle, compile_columnar
 from strom.table.planner.correlate import CorrelateFunction
 from strom.table.planner.event_time import (
@@ -56,17 +56,19 @@ from strom.table.planner.scalar import compile_scalar
 from strom.table.planner.streaming_join import StreamingJoinFunction
 
 
-def translate(node: PlanNode, env: Any, memo: dict[str, DataStream] | None = None) -> DataStream:
+def translate(node: PlanNode, env: Any, memo: dict[str, Any] | None = None) -> DataStream:
     """A sub-plan that occurs twice (a view read twice, a self-union) is translated once and its stream
-    shared, as Flink reuses common sub-plans; so every uid in the job is distinct."""
-    memo = {} if memo is None else memo
+    shared, as Flink reuses common sub-plans; so every uid in the job is distinct. A source read once is fused
+    with the Calcs over it (scan_fusion; with several roots, the caller counts readers over all of them)."""
+    if memo is None:
+        memo = {scan_fusion.CONSUMERS_KEY: scan_fusion.count_sources([node])}
     key = node.digest()
     if key not in memo:
         memo[key] = _translate(node, env, memo)
     return memo[key]
 
 
-def _translate(node: PlanNode, env: Any, memo: dict[str, DataStream]) -> DataStream:
+def _translate(node: PlanNode, env: Any, memo: dict[str, Any]) -> DataStream:
     build = getattr(node, "build_stream", None)
     if build is not None:  # a node whose planner module owns its operator (temporal join, window rank, ...)
         return build([translate(i, env, memo) for i in node.inputs])  # type: ignore[no-any-return]
@@ -74,6 +76,12 @@ def _translate(node: PlanNode, env: Any, memo: dict[str, DataStream]) -> DataStr
         return _source(node, env)
     if isinstance(node, CalcNode):
         assert node.input is not None
+        row_code = calc_codegen.ENABLED and not env.get_configuration().get(TABLE_COLUMNAR_ENABLED)
+        fused = scan_fusion.fuse(node, memo.get(scan_fusion.CONSUMERS_KEY)) if row_code else None
+        if fused is not None:  # projection, filter and watermark pushed into the source, one generated Calc
+            assert fused.match is not None
+            return scan_fusion.build_stream(fused, env, interval_ms=_auto_watermark_interval(env),
+                                            idle_ms=_idle_timeout_ms(fused.match.watermark))
         if calc_codegen.ENABLED and not env.get_configuration().get(TABLE_COLUMNAR_ENABLED):
             steps, below = calc_codegen.calc_chain(node, lambda c: not _has_pandas(c))
             if steps:  # stacked Calcs fused into one generated function (Flink's Calc code generation)
@@ -302,8 +310,11 @@ class _JoinKey:
         self.as_float = as_float
 
     def __call__(self, row: Any) -> tuple:  # hot path: called per record
-        return tuple(float(row[i]) if f and row[i] is not None else row[i]
-                     for i, f in zip(self.indexes, self.as_float, strict=True))
+        values = row._values if type(row) is Row else row  # the list itself: no Row.__getitem__ call per field
+        if True in self.as_float:
+            return tuple([float(values[i]) if f and values[i] is not None else values[i]
+                          for i, f in zip(self.indexes, self.as_float)])  # noqa: B905 - equal by construction
+        return tuple([values[i] for i in self.indexes])
 
 
 def _join(node: JoinNode, left: DataStream, right: DataStream) -> DataStream:
