@@ -73,6 +73,7 @@ def partition_values_of(path: str, base: str) -> dict[str, str]:
 
 class FileSystemFactory(ConnectorFactory):
     identifier = "filesystem"
+    supports_overwrite = True  # INSERT OVERWRITE in BATCH mode (Flink's FileSystemTableSink: SupportsOverwrite)
     format_option = "format"
     bounded_hint = " (unset 'source.monitor-interval')"
 
@@ -169,6 +170,9 @@ class FileSystemFactory(ConnectorFactory):
             bucket_check_interval_ms=check,
         )
         sink.success_file = o.get("sink.partition-commit.success-file.name", "_SUCCESS") if success else None
+        if ctx.overwrite:  # the files there before the job, replaced when it ends
+            sink.replaced = existing_files(local_path(o["path"]))
+            sink.partitioned = bool(ctx.partition_keys)
         out = ds.sink_to(sink).name(f"Sink[{ctx.display_name}]").uid(uid)
         parallelism = ctx.int_option("sink.parallelism")
         if parallelism is not None:
@@ -261,9 +265,14 @@ class _PartitionAssigner(BucketAssigner):
 
 class TableFileSink(FileSink):
     """FileSink plus Flink's partition commit: `success_file` written into each partition whose files were
-    published (by the committer after a checkpoint, or by the writer at the end without checkpoints)."""
+    published (by the committer after a checkpoint, or by the writer at the end without checkpoints); and
+    INSERT OVERWRITE: `replaced` lists the visible files before the job, which the writers remove at the end
+    of input (all of them for an unpartitioned table, those of the partitions the job wrote otherwise, as
+    Flink's dynamic partition overwrite)."""
 
     success_file: str | None = None
+    replaced: dict[str, list[str]] | None = None
+    partitioned: bool = False
 
     def create_writer(self, context: Any) -> FileSinkWriter:
         return _PartitionCommittingWriter(self, context)
@@ -288,16 +297,49 @@ class _PartitionCommitter(FileCommitter):
             _write_success_files({os.path.dirname(final) for _, final in committables}, self.success_file)
 
 
+def existing_files(base: str) -> dict[str, list[str]]:
+    """Directory -> its visible (committed) files under `base`."""
+    found: dict[str, list[str]] = {}
+    for directory, _, names in os.walk(base):
+        visible = [n for n in names if not n.startswith((".", "_"))]
+        if visible:
+            found[directory] = visible
+    return found
+
+
+def _remove_replaced(replaced: dict[str, list[str]], directories: set[str] | None) -> None:
+    """Remove the files that were there before an INSERT OVERWRITE (in `directories` only, when given)."""
+    for directory, names in replaced.items():
+        if directories is not None and os.path.normpath(directory) not in directories:
+            continue
+        for name in names:
+            try:
+                os.remove(os.path.join(directory, name))
+            except FileNotFoundError:  # another subtask removed it first
+                pass
+
+
 class _PartitionCommittingWriter(FileSinkWriter):
     def __init__(self, sink: TableFileSink, context: Any) -> None:
         super().__init__(sink, context)
         self._success_file = sink.success_file
         self._written: set[str] = set()
+        self._replaced = sink.replaced
+        self._partitioned = sink.partitioned
+        self._directories: set[str] = set()
+
+    def _bucket(self, bucket_id: str) -> Any:
+        bucket = super()._bucket(bucket_id)
+        self._directories.add(os.path.normpath(bucket.directory))
+        return bucket
 
     def flush(self, end_of_input: bool) -> None:
         if self._success_file and self._pending is None:
             self._written |= {os.path.join(self._base, b) for b in self._buckets}
         super().flush(end_of_input)
+        if end_of_input and self._replaced is not None:
+            _remove_replaced(self._replaced, self._directories if self._partitioned else None)
+            self._replaced = None
         if end_of_input and self._success_file and self._pending is None:
             _write_success_files(self._written, self._success_file)
 

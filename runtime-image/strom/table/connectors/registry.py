@@ -38,6 +38,7 @@ class TableContext:
     primary_key: tuple[str, ...] = ()  # PRIMARY KEY (..) NOT ENFORCED
     partition_keys: tuple[str, ...] = ()  # PARTITIONED BY (..)
     qualified_name: str = ""  # default_catalog.default_database.<name>, for operator names
+    overwrite: bool = False  # INSERT OVERWRITE (BATCH): the sink replaces what it writes (SupportsOverwrite)
 
     @property
     def display_name(self) -> str:
