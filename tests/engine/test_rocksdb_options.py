@@ -33,9 +33,19 @@ def test_high_mem_profile_and_explicit_options_over_it():
     assert (t.block_size, t.write_buffer_count, t.bloom_filter, t.background_threads) == (128 * 1024, 4, True, 4)
 
 
+def test_the_bloom_filter_is_off_as_in_flink_and_set_explicitly_over_a_profile():
+    assert rocksdb_tuning(Configuration({"state.backend.rocksdb.use-bloom-filter": "true"})).bloom_filter is True
+    high_mem_without = Configuration({
+        "state.backend.rocksdb.predefined-options": "spinning_disk_optimized_high_mem",
+        "state.backend.rocksdb.use-bloom-filter": "false",
+    })
+    assert rocksdb_tuning(high_mem_without).bloom_filter is False
+
+
 @pytest.mark.parametrize(
     ("key", "value"),
     [
+        ("state.backend.rocksdb.use-bloom-filter", "sometimes"),
         ("state.backend.rocksdb.predefined-options", "FAST"),
         ("state.backend.rocksdb.block.cache-size", "lots"),
         ("state.backend.rocksdb.writebuffer.count", "0"),

@@ -75,6 +75,13 @@ WRITE_BUFFER_COUNT = option(
     "RocksDB: most memtables in memory at once (the active one and those waiting to be flushed).",
     minimum=1,
 )
+USE_BLOOM_FILTER = option(
+    "state.backend.rocksdb.use-bloom-filter",
+    "bool",
+    False,
+    "RocksDB: a bloom filter (10 bits per key) in every SST file, so a read of a key the state does not hold "
+    "skips the files instead of reading their blocks (a rolling reduce past its namespace cache, new keys).",
+)
 PREDEFINED_OPTIONS = option(
     "state.backend.rocksdb.predefined-options",
     "enum",
@@ -117,6 +124,7 @@ _EXPLICIT = {
     "block_size": BLOCK_SIZE,
     "write_buffer_size": WRITE_BUFFER_SIZE,
     "write_buffer_count": WRITE_BUFFER_COUNT,
+    "bloom_filter": USE_BLOOM_FILTER,
 }
 
 
@@ -133,7 +141,8 @@ def rocksdb_tuning(config: Any) -> RocksDBTuning:
     values: dict[str, Any] = dict(_PROFILES[str(read_option(config, PREDEFINED_OPTIONS))])
     for field, opt in _EXPLICIT.items():
         if _is_set(config, opt.key):
-            values[field] = int(read_option(config, opt))
+            value = read_option(config, opt)
+            values[field] = value if isinstance(value, bool) else int(value)
     return RocksDBTuning(**values)
 
 
