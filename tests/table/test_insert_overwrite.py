@@ -65,3 +65,21 @@ def test_streaming_and_other_connectors_refuse_overwrite_as_flink(tmp_path: Path
     batch.execute_sql("CREATE TABLE b (id INT) WITH ('connector'='blackhole')")
     with pytest.raises(ValidationException, match="implements the SupportsOverwrite interface"):
         batch.execute_sql("INSERT OVERWRITE b VALUES (1)")
+
+
+def test_static_partition_spec_fills_the_column_and_overwrites_that_partition(tmp_path: Path) -> None:
+    t_env = _batch()
+    t_env.execute_sql(f"CREATE TABLE p (id INT, name STRING, dt STRING) PARTITIONED BY (dt) WITH ("
+                      f"'connector'='filesystem', 'path'='{tmp_path}', 'format'='csv')")
+    t_env.execute_sql("INSERT INTO p PARTITION (dt = '2024-01-01') VALUES (1, 'a'), (2, 'b')").wait()
+    t_env.execute_sql("INSERT INTO p PARTITION (dt = '2024-01-02') VALUES (3, 'c')").wait()
+    assert (tmp_path / "dt=2024-01-01").is_dir() and (tmp_path / "dt=2024-01-02").is_dir()
+    t_env.execute_sql("INSERT OVERWRITE p PARTITION (dt = '2024-01-01') SELECT id * 10, name FROM p "
+                      "WHERE dt = '2024-01-01'").wait()
+    with t_env.execute_sql("SELECT id, name, dt FROM p").collect() as rows:
+        assert sorted(tuple(r) for r in rows) == [(3, "c", "2024-01-02"), (10, "a", "2024-01-01"),
+                                                  (20, "b", "2024-01-01")]
+    with pytest.raises(ValidationException, match="'name' is not a partition column of p"):
+        t_env.execute_sql("INSERT INTO p PARTITION (name = 'x') VALUES (1, 'd')")
+    with pytest.raises(ValidationException, match="the query has 3 columns, the table's other columns are 2"):
+        t_env.execute_sql("INSERT INTO p PARTITION (dt = 'x') VALUES (1, 'a', 'b')")

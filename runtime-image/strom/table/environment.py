@@ -423,7 +423,7 @@ class TableEnvironment:
             return TableResult([("result", DataTypes.STRING(False))], ResultKind.SUCCESS_WITH_CONTENT,
                                rows=[Row(text)])
         if isinstance(s, sqlp.Insert):
-            return self._insert(s.target, self._plan_query(s.query), s.columns, s.overwrite)
+            return self._insert(s.target, self._insert_plan(s), s.columns, s.overwrite)
         if isinstance(s, sqlp.Query):
             return self._execute_query(self._plan_query(s.query))
         raise NotSupportedYet(f"statement {type(s).__name__}")
@@ -565,6 +565,16 @@ class TableEnvironment:
     def create_statement_set(self) -> StatementSet:
         """Several INSERTs run as one job (see strom.table.statement_set)."""
         return StatementSet(self)
+
+    def _insert_plan(self, s: sqlp.Insert) -> PlanNode:
+        """An INSERT's query plan; with a static PARTITION (k = 'v') spec, the constants fill those columns."""
+        node = self._plan_query(s.query)
+        if s.static_partition:
+            obj = self._catalog.get(s.target)
+            if isinstance(obj, CatalogTable):
+                node = insert_columns.fill_static_partition(node, obj.name, obj.columns, tuple(obj.partition_keys),
+                                                            s.static_partition)
+        return node
 
     def _check_insert(self, target: str, node: PlanNode, columns: list[str] | None = None,
                       overwrite: bool = False) -> tuple[CatalogTable, PlanNode]:

@@ -33,7 +33,7 @@ class StatementSet:
 
     def _add(self, s: sqlp.Insert) -> StatementSet:
         self._t_env._sync_session()
-        node = self._t_env._plan_query(s.query)
+        node = self._t_env._insert_plan(s)
         self._t_env._check_insert(s.target, node, s.columns, s.overwrite)  # fails now, as Flink does on add
         self._inserts.append((s.target, node, s.columns, s.overwrite))
         return self

@@ -19,6 +19,8 @@ no delay. The sink consumes inserts only.
 from __future__ import annotations
 
 import os
+import shutil
+import uuid
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -161,8 +163,11 @@ class FileSystemFactory(ConnectorFactory):
         inactivity = parse_duration_ms(o.get("sink.rolling-policy.inactivity-interval", "30 min"))
         check = parse_duration_ms(o.get("sink.rolling-policy.check-interval", "1 min"))
         success = "success-file" in _commit_policies(ctx) and bool(ctx.partition_keys)
+        overwrite_id = uuid.uuid4().hex if ctx.overwrite else ""
+        # INSERT OVERWRITE writes into a hidden staging directory (readers skip it), published at the end
+        base = os.path.join(local_path(o["path"]), f".staging-{overwrite_id}") if ctx.overwrite else o["path"]
         sink = TableFileSink(
-            o["path"], _RowEncoder(encode, file_positions),
+            base, _RowEncoder(encode, file_positions),
             bucket_assigner=_PartitionAssigner(list(ctx.partition_keys), partition_positions,
                                                o.get("partition.default-name", DEFAULT_PARTITION)),
             rolling_policy=DefaultRollingPolicy(size, rollover, inactivity),
@@ -173,6 +178,8 @@ class FileSystemFactory(ConnectorFactory):
         if ctx.overwrite:  # the files there before the job, replaced when it ends
             sink.replaced = existing_files(local_path(o["path"]))
             sink.partitioned = bool(ctx.partition_keys)
+            sink.overwrite_id = overwrite_id
+            sink.final_base = local_path(o["path"])
         out = ds.sink_to(sink).name(f"Sink[{ctx.display_name}]").uid(uid)
         parallelism = ctx.int_option("sink.parallelism")
         if parallelism is not None:
@@ -266,13 +273,18 @@ class _PartitionAssigner(BucketAssigner):
 class TableFileSink(FileSink):
     """FileSink plus Flink's partition commit: `success_file` written into each partition whose files were
     published (by the committer after a checkpoint, or by the writer at the end without checkpoints); and
-    INSERT OVERWRITE: `replaced` lists the visible files before the job, which the writers remove at the end
-    of input (all of them for an unpartitioned table, those of the partitions the job wrote otherwise, as
-    Flink's dynamic partition overwrite)."""
+    INSERT OVERWRITE (as Flink's staging commit): the writers write into a hidden staging directory; once
+    EVERY writer reached the end of its input (then every source finished reading, even one reading this
+    table), the files listed in `replaced` (there before the job) are removed, all of them for an
+    unpartitioned table, those of the partitions written otherwise (Flink's dynamic partition overwrite),
+    and the staged files move into the table. Each writer leaves a marker naming the directories it wrote;
+    the one that finds all markers publishes."""
 
     success_file: str | None = None
     replaced: dict[str, list[str]] | None = None
     partitioned: bool = False
+    overwrite_id = ""
+    final_base = ""
 
     def create_writer(self, context: Any) -> FileSinkWriter:
         return _PartitionCommittingWriter(self, context)
@@ -300,7 +312,8 @@ class _PartitionCommitter(FileCommitter):
 def existing_files(base: str) -> dict[str, list[str]]:
     """Directory -> its visible (committed) files under `base`."""
     found: dict[str, list[str]] = {}
-    for directory, _, names in os.walk(base):
+    for directory, dirs, names in os.walk(base):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]  # staging and in-progress stay
         visible = [n for n in names if not n.startswith((".", "_"))]
         if visible:
             found[directory] = visible
@@ -319,6 +332,21 @@ def _remove_replaced(replaced: dict[str, list[str]], directories: set[str] | Non
                 pass
 
 
+def _publish_staged(staging: str, final: str, marker_prefix: str) -> None:
+    """Move the staged files into the table's directories and remove the staging directory."""
+    for directory, _, names in os.walk(staging):
+        target = os.path.join(final, os.path.relpath(directory, staging))
+        for name in names:
+            if name.startswith(marker_prefix):
+                continue
+            os.makedirs(target, exist_ok=True)
+            try:
+                os.replace(os.path.join(directory, name), os.path.join(target, name))
+            except FileNotFoundError:  # another writer published it
+                pass
+    shutil.rmtree(staging, ignore_errors=True)
+
+
 class _PartitionCommittingWriter(FileSinkWriter):
     def __init__(self, sink: TableFileSink, context: Any) -> None:
         super().__init__(sink, context)
@@ -326,7 +354,32 @@ class _PartitionCommittingWriter(FileSinkWriter):
         self._written: set[str] = set()
         self._replaced = sink.replaced
         self._partitioned = sink.partitioned
+        self._final_base = sink.final_base
+        self._parallelism = context.parallelism
         self._directories: set[str] = set()
+
+    def _finish_overwrite(self) -> None:
+        assert self._replaced is not None
+        prefix = ".overwrite-marker-"
+        os.makedirs(self._base, exist_ok=True)
+        marker = os.path.join(self._base, f"{prefix}{self._subtask}")
+        with open(marker + ".tmp", "w", encoding="utf-8") as f:
+            f.write("\n".join(sorted(os.path.relpath(d, self._base) for d in self._directories)))
+        os.replace(marker + ".tmp", marker)  # a marker is seen whole or not at all
+        markers = [n for n in os.listdir(self._base) if n.startswith(prefix) and not n.endswith(".tmp")]
+        if len(markers) < self._parallelism:
+            return  # a writer still runs: the last one to finish publishes
+        written: set[str] = set()
+        for name in markers:
+            try:
+                with open(os.path.join(self._base, name), encoding="utf-8") as f:
+                    written |= {os.path.normpath(os.path.join(self._final_base, rel))
+                                for rel in f.read().splitlines() if rel}
+            except FileNotFoundError:  # another writer finished at the same moment and published
+                return
+        _remove_replaced(self._replaced, written if self._partitioned else None)
+        _publish_staged(self._base, self._final_base, prefix)
+
 
     def _bucket(self, bucket_id: str) -> Any:
         bucket = super()._bucket(bucket_id)
@@ -338,7 +391,7 @@ class _PartitionCommittingWriter(FileSinkWriter):
             self._written |= {os.path.join(self._base, b) for b in self._buckets}
         super().flush(end_of_input)
         if end_of_input and self._replaced is not None:
-            _remove_replaced(self._replaced, self._directories if self._partitioned else None)
+            self._finish_overwrite()
             self._replaced = None
         if end_of_input and self._success_file and self._pending is None:
             _write_success_files(self._written, self._success_file)

@@ -36,3 +36,30 @@ def fit_column_list(node: PlanNode, table: str, sink: list[tuple[str, DataType]]
         else:
             projection.append(lit(None).cast(t.plain()).alias(name))
     return builder.select(node, projection)
+
+
+def fill_static_partition(node: PlanNode, table: str, sink: list[tuple[str, DataType]], partition_keys: tuple[str, ...],
+                          static: list[tuple[str, Expression]]) -> PlanNode:
+    """`INSERT .. t PARTITION (k = 'v') SELECT ..`: the query gives the sink's other columns in order, each
+    static partition column its constant (cast to the column's type), as Flink's static partition insert."""
+    names = [n for n, _ in sink]
+    for k, _ in static:
+        if k not in partition_keys:
+            raise ValidationException(f"INSERT INTO {table} PARTITION ({k} = ..): {k!r} is not a partition column of "
+                                      f"{table} (partition columns: {', '.join(partition_keys) or 'none'})")
+    values = dict(static)
+    if len(values) != len(static):
+        raise ValidationException(f"INSERT INTO {table} PARTITION (..): a partition column is given twice")
+    rest = [n for n in names if n not in values]
+    if len(rest) != len(node.columns):
+        raise ValidationException(f"INSERT INTO {table} PARTITION ({', '.join(values)}): the query has "
+                                  f"{len(node.columns)} columns, the table's other columns are {len(rest)} "
+                                  f"({', '.join(rest)})")
+    query_names = [n for n, _ in node.columns]
+    if len(set(query_names)) != len(query_names):  # same-named query columns: name them apart
+        node = builder.select(node, [col(n).alias(f"EXPR${i}") for i, n in enumerate(query_names)])
+        query_names = [f"EXPR${i}" for i in range(len(query_names))]
+    source = dict(zip(rest, query_names, strict=True))
+    projection = [col(source[n]).alias(n) if n not in values else values[n].cast(t.plain()).alias(n)
+                  for n, t in sink]
+    return builder.select(node, projection)

@@ -53,6 +53,8 @@ class Insert:
     query: exp.Expression
     columns: list[str] | None = None  # INSERT INTO t (a, b): the sink's other columns get NULL
     overwrite: bool = False
+    # INSERT .. PARTITION (k = 'v', ..): static partition columns and their constants; the query gives the others
+    static_partition: list[tuple[str, Expression]] = field(default_factory=list)
 
 
 @dataclass
@@ -217,9 +219,14 @@ def parse_statement(sql: str) -> Statement:
         if isinstance(target, exp.Schema):
             columns = [i.name for i in target.expressions]
             target = target.this
-        if tree.args.get("partition"):
-            raise NotSupportedYet("INSERT .. PARTITION (static partitions)")
-        return Insert(table_name(target), tree.expression, columns, bool(tree.args.get("overwrite")))
+        static: list[tuple[str, Expression]] = []
+        spec = target.args.get("partition") if isinstance(target, exp.Table) else None
+        for item in (spec.expressions if spec is not None else []):
+            if not (isinstance(item, exp.EQ) and isinstance(item.this, exp.Column)):
+                raise SqlParserException(f"INSERT .. PARTITION ({item.sql(DIALECT)}): a partition spec lists "
+                                         "static values, PARTITION (column = 'value', ..)")
+            static.append((item.this.name, Translator(set()).expr(item.expression)))
+        return Insert(table_name(target), tree.expression, columns, bool(tree.args.get("overwrite")), static)
     if isinstance(tree, exp.Drop):
         kind = str(tree.args.get("kind") or "").upper()
         if kind not in ("TABLE", "VIEW"):
