@@ -119,7 +119,7 @@ _PROFILES: dict[str, dict[str, Any]] = {
         "bloom_filter": True,
     },
 }
-_EXPLICIT = {
+_EXPLICIT: dict[str, ConfigOption[Any]] = {
     "block_cache_size": BLOCK_CACHE_SIZE,
     "block_size": BLOCK_SIZE,
     "write_buffer_size": WRITE_BUFFER_SIZE,
