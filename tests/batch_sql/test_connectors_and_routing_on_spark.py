@@ -41,7 +41,7 @@ def test_csv_field_that_is_not_a_number_fails_naming_the_column(spark, tmp_path)
     t_env = _t_env()
     t_env.execute_sql(f"CREATE TABLE t (s STRING, n INT) WITH ('connector' = 'filesystem', 'path' = '{tmp_path}', "
                       "'format' = 'csv')")
-    with pytest.raises(Exception, match="csv field n is not a INT: 1.5"):
+    with pytest.raises(Exception, match="table 't': csv field 'n' is not a INT: '1.5'"):
         _rows(t_env, "SELECT SUM(n) FROM t")
 
 

@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from strom.batch.sql.spark_types import spark_type, sql_type
+from strom.batch.sql.spark_types import Unsupported, spark_type, sql_type
 from strom.table.expressions import Expression
 from strom.table.planner.scalar import compile_scalar
 from strom.table.types import DataType
@@ -40,6 +40,9 @@ def column(e: Expression, columns: Columns) -> Any:
     from pyspark.sql import functions as F  # noqa: N812 - pyspark's convention
 
     _, t = compile_scalar(e, columns)  # validates, and the type every translation is cast to
+    pandas = _pandas_udf(e)
+    if pandas is not None:  # its bundles (python.fn-execution.arrow.batch.size) are Strom's runtime's
+        raise Unsupported(f"pandas UDF {pandas}")
     try:
         return F.expr(native_sql(e, columns))
     except _NotNative:
@@ -174,3 +177,8 @@ def referenced(e: Expression) -> set[str]:
         out |= referenced(a)
     return out
 
+
+def _pandas_udf(e: Expression) -> str | None:
+    if e.name == "udf" and getattr(e.value, "func_type", "") == "pandas":
+        return str(e.value.name)
+    return next((n for n in (_pandas_udf(a) for a in e.args) if n is not None), None)

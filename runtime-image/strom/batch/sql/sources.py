@@ -119,8 +119,9 @@ def _parse_sql(c: str, name: str, t: DataType, null_literal: str | None, ignore:
         parsed = f"CASE WHEN trim({c}) RLIKE '^[+-]?[0-9]+$' THEN try_cast(trim({c}) AS {target}) END"
     else:
         parsed = f"try_cast(trim({c}) AS {target})"
-    bad = "NULL" if ignore else (f"raise_error('table {_lit(table)!s}: csv field {_lit(name)} is not a {t.base()}: ' "
-                                 f"|| {c} || ' (set csv.ignore-parse-errors to read it as null)')")
+    bad = "NULL" if ignore else (f"raise_error('table \\'{_lit(table)}\\': csv field \\'{_lit(name)}\\' is not a "
+                                 f"{t.base()}: \\'' || {c} || '\\' (set \\'csv.ignore-parse-errors\\' to read it "
+                                 "as null)')")  # Strom's csv format's words
     return (f"CASE WHEN {null}{c} = '' OR {c} IS NULL THEN NULL WHEN {parsed} IS NULL THEN {bad} "  # '' read as NULL
             f"ELSE {parsed} END")
 
