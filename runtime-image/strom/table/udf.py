@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from strom.table.errors import NotSupportedYet, TableException, ValidationException
+from strom.table.errors import TableException, ValidationException
 from strom.table.expressions import Expression, _to_expr
 from strom.table.types import DataType
 
@@ -280,8 +280,9 @@ def _refuse_pandas(func_type: str, kind: str) -> None:
         raise ValidationException(f"{kind}: func_type must be 'general' or 'pandas', got {func_type!r}")
     if kind in ("udf", "udaf"):
         return  # vectorized scalar (planner/pandas_calc.py) and aggregate (_PandasAggregate) functions run
-    raise NotSupportedYet(f"{kind}(func_type='pandas') (vectorized Python table functions); use "
-                          "func_type='general'")
+    # PyFlink has no vectorized table functions: its udtf/udtaf take no func_type, so Python refuses the call
+    raise TypeError(f"{kind}() got an unexpected keyword argument 'func_type' (PyFlink has no vectorized table "
+                    "functions; func_type='pandas' is for udf and udaf)")
 
 
 def _name_of(f: Any, name: str | None) -> str:
