@@ -251,3 +251,18 @@ def test_integer_remainder_and_division_truncate_toward_zero_for_negative_operan
 def test_integer_division_by_zero_fails_the_job_naming_the_expression() -> None:
     with pytest.raises(Exception, match="division by zero"):
         _collect("SELECT auction / (price - price) FROM bid")
+
+
+def test_a_fused_scan_under_an_aggregate_gives_python_counts_and_explain_shows_it_beneath() -> None:
+    sql = "SELECT auction, COUNT(*) AS n FROM bid WHERE price > 1000 GROUP BY auction"
+    t_env = _t_env()
+    text = t_env.execute_sql(f"EXPLAIN {sql}").collect()
+    plan = "".join(str(r[0]) for r in text)
+    assert plan.index("GroupAggregate") < plan.index("Calc(select=[bid.auction AS auction")
+    assert "filter=[(event_type = 2)]" in plan
+    final: dict[int, int] = {}
+    with t_env.execute_sql(sql).collect() as rows:
+        for r in rows:
+            if r.get_row_kind().name in ("INSERT", "UPDATE_AFTER"):
+                final[r[0]] = r[1]
+    assert final == dict(Counter(e.auction for e in _events() if type(e) is Bid and e.price > 1000))
