@@ -94,6 +94,9 @@ def session(config: Any) -> Any:
         raise Unsupported(str(e)) from None
     for key, value in SESSION_SQL_CONF.items():
         spark.conf.set(key, value)
+    if "spark.sql.shuffle.partitions" not in config.to_dict():
+        # Spark's 200 shuffle partitions are 200 tasks per stage; a local session has a few cores
+        spark.conf.set("spark.sql.shuffle.partitions", str(max(2, spark.sparkContext.defaultParallelism * 2)))
     return spark
 
 

@@ -34,7 +34,7 @@ def write(df: Any, *, table: str, columns: list[tuple[str, Any]], options: dict[
           partition_keys: tuple[str, ...]) -> None:
     connector = options.get("connector")
     if connector == "blackhole":
-        df.foreach(lambda _row: None)
+        df.write.format("noop").mode("overwrite").save()  # computed in the JVM, dropped there
         return
     if connector == "print":
         from strom.table.connectors.print_connector import changelog_string
