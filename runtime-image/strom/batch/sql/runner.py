@@ -68,8 +68,9 @@ def plan_on_spark(nodes: list[PlanNode], config: Any, *, sinks: list[tuple[str, 
     except Unsupported as e:
         log.info("batch SQL runs on the streaming runtime, not Spark SQL: %s", e)
         return None
-    except ImportError as e:
-        log.info("batch SQL runs on the streaming runtime, not Spark SQL: %s", e)
+    except Exception as e:  # noqa: BLE001 - a translation Spark refuses (analysis) is a reason, not a failure
+        log.info("batch SQL runs on the streaming runtime, not Spark SQL: %s: %s", type(e).__name__,
+                 str(e).splitlines()[0] if str(e) else "")
         return None
 
 
