@@ -40,6 +40,9 @@ def column(e: Expression, columns: Columns) -> Any:
     from pyspark.sql import functions as F  # noqa: N812 - pyspark's convention
 
     _, t = compile_scalar(e, columns)  # validates, and the type every translation is cast to
+    random = _random_call(e)
+    if random is not None:  # one seeded sequence per Strom task; Spark would restart it in every partition
+        raise Unsupported(f"{random.upper()}: its sequence must not be split across Spark partitions")
     pandas = _pandas_udf(e)
     if pandas is not None:  # its bundles (python.fn-execution.arrow.batch.size) are Strom's runtime's
         raise Unsupported(f"pandas UDF {pandas}")
@@ -182,3 +185,12 @@ def _pandas_udf(e: Expression) -> str | None:
     if e.name == "udf" and getattr(e.value, "func_type", "") == "pandas":
         return str(e.value.name)
     return next((n for n in (_pandas_udf(a) for a in e.args) if n is not None), None)
+
+
+_RANDOM_FUNCTIONS = frozenset({"rand", "rand_integer", "uuid"})
+
+
+def _random_call(e: Expression) -> str | None:
+    if e.op == "call" and str(e.name).lower() in _RANDOM_FUNCTIONS:
+        return str(e.name)
+    return next((n for n in (_random_call(a) for a in e.args) if n is not None), None)
