@@ -150,6 +150,7 @@ class TableEnvironment:
     def __init__(self, env: StreamExecutionEnvironment, streaming: bool) -> None:
         self._env = env
         self._streaming = streaming
+        self._created_streaming = streaming  # what RESET 'execution.runtime-mode' returns to
         self._catalog = Catalog()
         self._elements_count = 0
         self._functions: dict[str, UserDefinedFunctionWrapper] = {}
@@ -165,6 +166,19 @@ class TableEnvironment:
     @property
     def _final_only(self) -> bool:
         return not self._streaming
+
+    def _use_runtime_mode(self, mode: str | None) -> None:
+        """SET 'execution.runtime-mode' = 'batch' | 'streaming' in SQL: the statements after it plan in that
+        mode, as in Flink's SQL Client session (its scripts switch modes this way); None (RESET): the mode the
+        environment was created in. Flink's Table API has no AUTOMATIC mode."""
+        if mode is None:
+            self._streaming = self._created_streaming
+            return
+        value = mode.strip().upper()
+        if value not in ("STREAMING", "BATCH"):
+            raise ValidationException(f"SET 'execution.runtime-mode' = {mode!r}: a table program runs in 'streaming' "
+                                      f"or 'batch' mode")
+        self._streaming = value == "STREAMING"
 
     def get_config(self) -> TableConfig:
         config: TableConfig | None = getattr(self, "_table_config", None)
@@ -544,7 +558,12 @@ class TableEnvironment:
         """A fresh environment per job; a plan reading a DataStream runs where that stream lives."""
         if node is not None and _reads_data_stream(node):
             return self._env
-        return StreamExecutionEnvironment(self._env.get_configuration().copy())
+        conf = self._env.get_configuration().copy()
+        if self._streaming != self._created_streaming:
+            # a session SET the mode: the planner's own plan says how the job runs (final rows in batch), so
+            # the DataStream job is not turned into a DataStream BATCH job by the key it left behind
+            conf.remove_config("execution.runtime-mode")
+        return StreamExecutionEnvironment(conf)
 
     def _execute_query(self, node: PlanNode) -> TableResult:
         if not self._streaming and (on_spark := batch_sql.run_query(self, node)) is not None:

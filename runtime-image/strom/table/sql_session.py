@@ -70,6 +70,8 @@ def set_option(t_env: TableEnvironment, s: sqlp.Set) -> TableResult:
         rows = sorted(config.session_options().items())
         return TableResult([("key", DataTypes.STRING(False)), ("value", DataTypes.STRING(False))],
                            ResultKind.SUCCESS_WITH_CONTENT, rows=[Row(k, v) for k, v in rows])
+    if s.key == RUNTIME_MODE:
+        t_env._use_runtime_mode(s.value or "")  # refuses AUTOMATIC before the configuration takes it
     try:
         config.set(s.key, s.value or "")
     except ValueError as e:
@@ -79,7 +81,12 @@ def set_option(t_env: TableEnvironment, s: sqlp.Set) -> TableResult:
 
 def reset_option(t_env: TableEnvironment, s: sqlp.Reset) -> TableResult:
     t_env.get_config().reset(s.key)
+    if s.key in (None, RUNTIME_MODE):
+        t_env._use_runtime_mode(None)
     return _ok()
+
+
+RUNTIME_MODE = "execution.runtime-mode"
 
 
 def use(s: sqlp.Use) -> TableResult:

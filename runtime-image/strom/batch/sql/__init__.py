@@ -12,6 +12,8 @@ pyspark is imported only when a plan runs here.
 
 from __future__ import annotations
 
+import time
+import uuid
 from typing import Any
 
 from strom.batch.sql.runner import RUNNER_KEY, collect_rows, plan_on_spark, spark_plan_text
@@ -52,13 +54,39 @@ def run_inserts(t_env: Any, checked: list[tuple[Any, Any, bool]]) -> Any:
                           sinks=[(obj.name, obj.options, o) for obj, _, o in checked])
     if plans is None:
         return None
+    from strom.common.job_client import JobClient
+
     names = []
+    started = time.monotonic()
     for (obj, _, _), plan in zip(checked, plans, strict=True):
         sinks.write(plan.frame, table=obj.name, columns=list(obj.columns), options=dict(obj.options),
                     partition_keys=tuple(obj.partition_keys))
         names.append(f"{CATALOG}.{DATABASE}.{obj.name}")
+    job = _FinishedSparkInsert(uuid.uuid4().hex, int((time.monotonic() - started) * 1000))
     return TableResult([(n, DataTypes.BIGINT(False)) for n in names], ResultKind.SUCCESS_WITH_CONTENT,
-                       rows=[Row(*([-1] * len(names)))])
+                       rows=[Row(*([-1] * len(names)))], job_client=JobClient(job))
+
+
+class _FinishedSparkInsert:
+    """The job client of INSERTs Spark has already written (execute_sql returns after Spark's actions):
+    FINISHED, its wait returns at once."""
+
+    def __init__(self, job_id: str, net_runtime_ms: int) -> None:
+        self.job_id, self.net_runtime_ms = job_id, net_runtime_ms
+
+    def get_job_id(self) -> str:
+        return self.job_id
+
+    def get_job_status(self) -> str:
+        return "FINISHED"
+
+    def cancel(self) -> None:  # nothing runs any more
+        pass
+
+    def wait(self, timeout: float | None = None) -> Any:
+        from strom.common.job_execution_result import JobExecutionResult
+
+        return JobExecutionResult(self.job_id, self.net_runtime_ms)
 
 
 def explain(t_env: Any, node: Any) -> str:

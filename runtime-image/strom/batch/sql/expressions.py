@@ -22,6 +22,7 @@ from typing import Any
 
 from strom.batch.sql.spark_types import Unsupported, spark_type, sql_type
 from strom.table.expressions import Expression
+from strom.table.planner import session_zone
 from strom.table.planner.scalar import compile_scalar
 from strom.table.types import DataType
 
@@ -140,9 +141,13 @@ class _RowEvaluator:
     def __init__(self, e: Expression, columns: Columns, used: list[int]) -> None:
         self.e, self.columns, self.used, self.fn = e, list(columns), used, None
         self.width = len(columns)
+        # the session's table.local-time-zone, set in the planning process: compiled functions capture the
+        # zone, and a Spark Python worker starts with the process default
+        self.zone = session_zone._zone_name
 
     def __call__(self, *values: Any) -> Any:
         if self.fn is None:
+            session_zone.set_zone(self.zone)
             self.fn = compile_scalar(self.e, self.columns)[0]
         row: list[Any] = [None] * self.width
         for i, v in zip(self.used, values, strict=True):
@@ -150,7 +155,7 @@ class _RowEvaluator:
         return self.fn(row)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"e": self.e, "columns": self.columns, "used": self.used, "width": self.width}
+        return {"e": self.e, "columns": self.columns, "used": self.used, "width": self.width, "zone": self.zone}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
