@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from strom.table import tableau
+from strom.table.tableau import border_line, cells_line, fit_cell
 from strom.table.types import DataType
 
 Columns = Sequence[tuple[str, DataType]]
@@ -24,20 +25,6 @@ CHANGELOG_KEYS = [("Q", "Quit"), ("+", "Inc Refresh"), ("R", "Refresh"), ("-", "
 REFRESH_INTERVALS = [(0.1, "100 ms"), (0.5, "500 ms"), (1.0, "1 s"), (5.0, "5 s"), (10.0, "10 s"), (60.0, "1 min")]
 DEFAULT_REFRESH = 2  # 1 s
 HEADER_LINES, FOOTER_LINES = 3, 2  # title, status, blank | the two lines of key hints
-
-
-def _fit(text: str, width: int) -> str:
-    if len(text) > width:
-        text = text[: max(0, width - 3)] + "..."
-    return text.rjust(width)
-
-
-def _border(widths: list[int]) -> str:
-    return "+" + "+".join("-" * (w + 2) for w in widths) + "+"
-
-
-def _line(cells: list[str], widths: list[int]) -> str:
-    return "|" + "|".join(" " + _fit(c, w) + " " for c, w in zip(cells, widths, strict=True)) + "|"
 
 
 def _rows_word(n: int) -> str:
@@ -53,14 +40,14 @@ class StreamingTableau:
 
     def header(self) -> list[str]:
         names = ["op"] + [n for n, _ in self.columns]
-        return [_border(self.widths), _line(names, self.widths), _border(self.widths)]
+        return [border_line(self.widths), cells_line(names, self.widths), border_line(self.widths)]
 
     def row(self, kind: str, values: Sequence[Any]) -> str:
         cells = [kind] + [tableau.cell(v, t) for v, (_, t) in zip(values, self.columns, strict=True)]
-        return _line(cells, self.widths)
+        return cells_line(cells, self.widths)
 
     def footer(self, count: int, *, cancelled: bool) -> list[str]:
-        lines = [_border(self.widths)] if count else []
+        lines = [border_line(self.widths)] if count else []
         if cancelled:
             return lines + [f"Query terminated, received a total of {_rows_word(count)}", ""]
         return lines + [f"Received a total of {_rows_word(count)}", ""]
@@ -140,7 +127,7 @@ def render_view(
     if op is not None:
         widths = [3] + widths
         text_rows = [[k] + r for k, r in zip(shown_op, text_rows, strict=True)]
-    body = [" " + " ".join(_fit(c, w) for c, w in zip(r, widths, strict=True)) for r in [names] + text_rows]
+    body = [" " + " ".join(fit_cell(c, w) for c, w in zip(r, widths, strict=True)) for r in [names] + text_rows]
     lines = [_center(title, width), _status_line(status, page_text, f"Updated: {updated}", width), ""]
     lines += [line[:width] for line in body]
     lines += [""] * max(0, height - FOOTER_LINES - len(lines))

@@ -32,18 +32,18 @@ def cell(v: Any, t: DataType) -> str:
     return NULL if v is None else sql_string(v, t)
 
 
-def _fit(text: str, width: int) -> str:
+def fit_cell(text: str, width: int) -> str:
     if len(text) > width:
         text = text[: max(0, width - 3)] + "..."
     return text.rjust(width)
 
 
-def _border(widths: list[int]) -> str:
+def border_line(widths: list[int]) -> str:
     return "+" + "+".join("-" * (w + 2) for w in widths) + "+"
 
 
-def _line(cells: list[str], widths: list[int]) -> str:
-    return "|" + "|".join(" " + _fit(c, w) + " " for c, w in zip(cells, widths, strict=True)) + "|"
+def cells_line(cells: list[str], widths: list[int]) -> str:
+    return "|" + "|".join(" " + fit_cell(c, w) + " " for c, w in zip(cells, widths, strict=True)) + "|"
 
 
 def print_streaming(
@@ -55,16 +55,16 @@ def print_streaming(
     count = 0
     for row in rows:
         if count == 0:
-            out(_border(widths))
-            out(_line(names, widths))
-            out(_border(widths))
+            out(border_line(widths))
+            out(cells_line(names, widths))
+            out(border_line(widths))
         kind = row.get_row_kind().value if hasattr(row, "get_row_kind") else 0
-        out(_line([_SHORT[kind]] + [cell(v, t) for v, (_, t) in zip(row, columns, strict=True)], widths))
+        out(cells_line([_SHORT[kind]] + [cell(v, t) for v, (_, t) in zip(row, columns, strict=True)], widths))
         count += 1
     if count == 0:
         out("Empty set")
         return
-    out(_border(widths))
+    out(border_line(widths))
     out(f"Received a total of {count} row{'s' if count != 1 else ''}")
 
 
@@ -75,10 +75,10 @@ def print_batch(columns: list[tuple[str, DataType]], rows: Iterable[Any], out: C
         return
     names = [n for n, _ in columns]
     widths = [max([len(n)] + [len(r[i]) for r in rendered]) for i, n in enumerate(names)]
-    out(_border(widths))
-    out(_line(names, widths))
-    out(_border(widths))
+    out(border_line(widths))
+    out(cells_line(names, widths))
+    out(border_line(widths))
     for r in rendered:
-        out(_line(r, widths))
-    out(_border(widths))
+        out(cells_line(r, widths))
+    out(border_line(widths))
     out(f"{len(rendered)} row{'s' if len(rendered) != 1 else ''} in set")
