@@ -210,7 +210,7 @@ def test_bad_function_arguments_are_refused(expr: str, needle: str) -> None:
 
 
 def test_invalid_cast_fails_and_try_cast_is_null() -> None:
-    with pytest.raises(Exception, match="cannot cast 'hello world' to INT"):
+    with pytest.raises(Exception, match=r"cannot cast '(hello world|a,b,c)' to INT"):
         with _t_env().execute_sql("SELECT CAST(s AS INT) FROM t").collect() as rows:
             list(rows)
     assert _one("TRY_CAST(s AS INT)") == [None] * 5
