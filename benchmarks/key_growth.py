@@ -23,6 +23,10 @@ Each configuration runs in a process of its own (in-process engine, parallelism 
 RocksDB keeps Flink's defaults: an 8 MB block cache per subtask (`state.backend.rocksdb.block.cache-size`),
 below the state size from 100k keys on (about 40 bytes per key on disk, about 150 in memory).
 
+With --floor, each rolling-reduce configuration is followed by its floor (`benchmarks.key_growth_floor`): the same
+events through a plain dict loop (heap) or straight rocksdict read-modify-writes (RocksDB), no engine; printed as
+`floor` and `engine/floor`, so what the key count costs any Python program here is told apart from the engine's.
+
 Printed per configuration: events per CPU-second of the measured phase (the process's CPU from the moment the
 source starts the measured phase to the job's end: source, operator and sink together), the warm-up's insert
 rate, checkpoints completed in the measured phase, their median duration (trigger to completion) and median size
@@ -202,6 +206,28 @@ def _append(path: str | None, row: dict) -> None:
             f.write(json.dumps(row) + "\n")
 
 
+def _run_floor(backend: str, keys: int, events: int, timeout: float) -> float | None:
+    cmd = [sys.executable, "-m", "benchmarks.key_growth", "--one-floor", f"{backend},{keys}", "--events", str(events)]
+    try:
+        with step(f"floor {backend} {keys:,} keys"):
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        print(f"floor {backend} {keys:,} keys: cut after {timeout:.0f} s", file=sys.stderr)
+        return None
+    if done.returncode != 0:
+        print(f"floor {backend} {keys:,} keys failed:\n{done.stderr[-2000:]}", file=sys.stderr)
+        return None
+    return float(json.loads(done.stdout.strip().splitlines()[-1])["floor_per_cpu_s"])
+
+
+def _floor_cells(r: dict, rate: float, floor_base: dict[str, float]) -> str:
+    got = r.get("floor_per_cpu_s")
+    if got is None:
+        return ""
+    ratio = got / floor_base.setdefault(r["backend"], got)
+    return f"{got:>12,.0f}{ratio:>8.2f}{rate / got:>13.2f}"
+
+
 def _conf_pairs(items: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in items:
@@ -226,9 +252,19 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run; a run cut by it is reported")
     ap.add_argument("--jsonl", help="also append each run's figures to this file as they come (JSON lines)")
+    ap.add_argument("--floor", action="store_true",
+                    help="after each rolling-reduce configuration, the same events with no engine (plain dict loop / "
+                         "raw rocksdict read-modify-writes): see benchmarks/key_growth_floor.py")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # pipeline,backend,keys: run one configuration, print JSON
+    ap.add_argument("--one-floor", help=argparse.SUPPRESS)  # backend,keys: the floor of one configuration, print it
     args = ap.parse_args(argv)
     conf_extra = _conf_pairs(args.conf)
+    if args.one_floor:
+        from benchmarks.key_growth_floor import floor
+
+        backend, keys = args.one_floor.split(",")
+        print(json.dumps({"floor_per_cpu_s": floor(backend, int(keys), args.events)}))
+        return
     if args.one:
         pipeline, backend, keys = args.one.split(",")
         print(json.dumps(run_one(pipeline, backend, int(keys), args.events, args.interval_ms, conf_extra)))
@@ -259,6 +295,10 @@ def main(argv: list[str] | None = None) -> None:
                     last = json.loads(done.stdout.strip().splitlines()[-1])
                     _append(args.jsonl, {**last, "interval_ms": args.interval_ms})
                     rates.append(last["events_per_cpu_s"])
+                if last is not None and args.floor and pipeline == "reduce":
+                    last["floor_per_cpu_s"] = _run_floor(backend, keys, args.events, args.timeout)
+                    _append(args.jsonl, {"pipeline": "floor", "backend": backend, "keys": keys,
+                                         "events": args.events, "floor_per_cpu_s": last["floor_per_cpu_s"]})
                 if last is not None:
                     rows.append((last, rates))
     extra = ", ".join(args.conf) or "defaults (RocksDB block cache 8 MB)"
@@ -266,7 +306,9 @@ def main(argv: list[str] | None = None) -> None:
           f"parallelism 1, checkpoints every {args.interval_ms} ms (incremental on RocksDB), {extra}; "
           f"{args.repeat} run(s): median [min-max]")
     print(f"{'pipeline':<8}{'backend':<9}{'keys':>11}{'ev/CPU-s':>26}{'vs 1st':>8}{'warm-up/CPU-s':>14}"
-          f"{'outputs':>11}{'chk':>5}{'chk ms':>8}{'chk MB':>8}{'RSS MB':>8}")
+          f"{'outputs':>11}{'chk':>5}{'chk ms':>8}{'chk MB':>8}{'RSS MB':>8}"
+          + (f"{'floor':>12}{'vs 1st':>8}{'engine/floor':>13}" if args.floor else ""))
+    floor_base: dict[str, float] = {}
     base: dict[tuple[str, str], float] = {}
     for r, rates in rows:
         rate = statistics.median(rates)
@@ -276,7 +318,7 @@ def main(argv: list[str] | None = None) -> None:
         warm = "-" if r["warmup_per_cpu_s"] is None else f"{r['warmup_per_cpu_s']:,.0f}"
         print(f"{r['pipeline']:<8}{r['backend']:<9}{r['keys']:>11,}{spread:>26}{ratio:>8.2f}{warm:>14}"
               f"{r['outputs']:>11,}{r['checkpoints']:>5}{chk_ms:>8}{_mb(r['checkpoint_bytes']):>8}"
-              f"{r['peak_rss_mb']:>8,.0f}")
+              f"{r['peak_rss_mb']:>8,.0f}" + _floor_cells(r, rate, floor_base))
 
 
 if __name__ == "__main__":
