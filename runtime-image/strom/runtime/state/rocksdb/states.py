@@ -169,50 +169,155 @@ def _remember(backend: RocksDBKeyedStateBackend, table: RocksDBTable, k: bytes, 
     values[k] = v
 
 
+# List appends are written behind, as value writes are: an immutable element waits in the table's value cache
+# under its final RocksDB key (the list's key + a sequence number taken at the append, so the order is kept whatever
+# is written when) and is marked dirty; the backend writes every dirty entry of the table through in one write batch
+# before a snapshot or a scanning read (`backend.write_values`), and the list state itself past LIST_PENDING_MAX.
+# A window pane that fires and is cleared before then (q8: most of them) never reaches RocksDB: no pickling, no put,
+# no scan. `_ListIndex` finds a list's pending elements, and knows which lists may have elements in RocksDB.
+LIST_PENDING_MAX = 50_000  # pending list elements per table
+LIST_ON_DISK_MAX = 200_000  # lists remembered as having elements in RocksDB; past it, every read scans
+_INDEX = b""  # the index's place in the table's value cache: never a RocksDB key (every key starts with its key group)
+
+
+class _ListIndex:
+    """A list table's pending appends (list key -> element keys, in order) and, when `known`, the list keys that
+    may have elements in RocksDB (`on_disk`); a list key outside it has none there, so reading or clearing it needs
+    no scan. Kept in the table's value cache under `_INDEX`: the backend drops the cache (`forget_values`) before it
+    writes RocksDB itself (restore, TTL cleanup), and the index goes with it; a new one starts not `known`."""
+
+    __slots__ = ("pending", "count", "known", "on_disk")
+
+    def __init__(self, known: bool) -> None:
+        self.pending: dict[bytes, list[bytes]] = {}
+        self.count = 0  # elements in `pending`: all of them are in the table's dirty set until it is written through
+        self.known = known
+        self.on_disk: set[bytes] = set()
+
+    def written_through(self, values: dict[bytes, Any]) -> None:
+        """The backend wrote the table's dirty entries to RocksDB: every pending list now has elements there."""
+        for eks in self.pending.values():
+            for ek in eks:
+                values.pop(ek, None)
+        if self.known:
+            self.on_disk.update(self.pending)
+            if len(self.on_disk) > LIST_ON_DISK_MAX:
+                self.known = False
+                self.on_disk.clear()
+        self.pending.clear()
+        self.count = 0
+
+    def may_be_on_disk(self, k: bytes) -> bool:
+        return not self.known or k in self.on_disk
+
+
+def _table_is_empty(backend: RocksDBKeyedStateBackend, table: RocksDBTable) -> bool:
+    """True when RocksDB holds no entry of `table` in this subtask's key groups (one bounded seek per key group)."""
+    name = table.name_part
+    for kg in backend.key_group_range:
+        for _ in backend.scan(rk.key_group_prefix(kg) + name):
+            return False
+    return True
+
+
 class RocksDBListState(_Multi, ListState[Any]):
     __slots__ = ()
 
-    def get(self) -> list[Any]:
-        return [_loads(v) for _, v in self.backend.scan(self._key())]
+    def _index(self) -> _ListIndex:
+        table = self.table
+        index = table.values.get(_INDEX)
+        if index is None:
+            index = _ListIndex(known=not table.ttl and _table_is_empty(self.backend, table))
+            table.values[_INDEX] = index
+        elif index.count != len(table.dirty):  # the backend wrote the table through (only our appends are dirty)
+            index.written_through(table.values)
+        return index
 
+    def get(self) -> list[Any]:
+        k = self._key()
+        index = self._index()
+        out = [_loads(v) for _, v in self.backend.scan(k)] if index.may_be_on_disk(k) else []
+        eks = index.pending.get(k)
+        if eks:
+            values = self.table.values
+            out.extend([values[ek] for ek in eks])  # immutable: the object is as good as a fresh copy
+        return out
+
+    # hot path: called per record (window panes)
     def add(self, value: Any) -> None:
         if value is None:
             raise ValueError(f"list state {self.table.name!r}: cannot add None")
-        self.backend.db.put(self._key() + self.backend.take_seq(), _dumps(value))
+        k = self._key()
+        index = self._index()
+        ek = k + self.backend.take_seq()
+        if not is_immutable(value):
+            self.backend.db.put(ek, _dumps(value))  # a copy now: the caller may change the object later
+            if index.known:
+                index.on_disk.add(k)
+            return
+        table = self.table
+        table.values[ek] = value
+        table.dirty.add(ek)
+        eks = index.pending.get(k)
+        if eks is None:
+            index.pending[k] = [ek]
+        else:
+            eks.append(ek)
+        index.count += 1
+        if index.count >= LIST_PENDING_MAX:
+            self.backend.write_values(table)
+            index.written_through(table.values)
 
     def add_all(self, values: list[Any]) -> None:
         for v in values:
             if v is None:
                 raise ValueError(f"list state {self.table.name!r}: cannot add None")
-        self._put_all(self._key(), values)
-
-    def _put_all(self, base: bytes, values: list[Any]) -> None:
-        if not values:
-            return
-        batch = WriteBatch(raw_mode=True)
-        take = self.backend.take_seq
         for v in values:
-            batch.put(base + take(), _dumps(v))
-        self.backend.db.write(batch)
+            self.add(v)
+
+    def clear(self) -> None:
+        k = self._key()
+        index = self._index()
+        eks = index.pending.pop(k, None)
+        if eks:
+            table = self.table
+            values, dirty = table.values, table.dirty
+            for ek in eks:
+                del values[ek]
+                dirty.discard(ek)
+            index.count -= len(eks)
+        if index.may_be_on_disk(k):
+            self.backend.delete_prefix(k)
+            index.on_disk.discard(k)
 
     def update(self, values: list[Any]) -> None:
+        values = list(values)
+        for v in values:
+            if v is None:
+                raise ValueError(f"list state {self.table.name!r}: cannot add None")
         self.clear()
-        if values:
-            self.add_all(list(values))
+        for v in values:
+            self.add(v)
 
     def merge_namespaces(self, target: Any, sources: list[Any]) -> None:
+        self.backend.write_values(self.table)  # every pending element into RocksDB first: the merge moves entries
+        index = self._index()
         merged: list[bytes] = []
         db = self.backend.db
         for ns in sources:
-            for k, v in self._raw_entries(self._key_in(ns)):
+            source = self._key_in(ns)
+            for k, v in self._raw_entries(source):
                 db.delete(k)
                 merged.append(v)
+            index.on_disk.discard(source)
         if merged:
             base = self._key_in(target)
             batch = WriteBatch(raw_mode=True)
             for v in merged:
                 batch.put(base + self.backend.take_seq(), v)
             db.write(batch)
+            if index.known:
+                index.on_disk.add(base)
 
 
 class RocksDBReducingState(_RocksDBState, ReducingState[Any]):
