@@ -239,6 +239,7 @@ class ReduceOperator(StreamOperator):
             append(copy_row(new) if type(new) is Row else new)  # the emitted value stays as it was emitted
         if cache is not None:
             cache.mark_written(VOID, keys)
+            cache.trim()
         self.output.collect(out, timestamps)
 
     def _process_through_state(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any] | None) -> None:

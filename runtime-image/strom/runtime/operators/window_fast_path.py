@@ -4,9 +4,11 @@ It applies when the assigner is tumbling or sliding (event or processing time), 
 trigger is the assigner's default, there is no evictor and the function is an
 incremental reduce or aggregate, and the window-contents state offers its namespaces as
 live dicts: `api.InMemoryNamespaces` (the heap backend), or a bounded `api.NamespaceCache`
-in front of RocksDB, written through at every snapshot; when the open panes outgrow the
-cache, the operator hands its windows over to the generic path, which keeps every pane in
-RocksDB (`hand_over_to_generic_path`). Then a
+in front of RocksDB, written through at every snapshot. The cache is told what each batch
+touches: the batch's keys per window are fetched before it (evicted panes come back in one
+multi-get per window) and marked written after it, so the cache evicts past its bound and the
+panes stay dicts however many there are; a firing window reads its evicted panes back in one
+scan (`namespace_entries`). Then a
 record's windows follow from its timestamp by arithmetic, and the default trigger's
 decisions are known in advance: fire at max_timestamp, fire again at once for an element
 that arrives within the allowed lateness, clean up at max_timestamp + allowed_lateness.
@@ -68,7 +70,7 @@ class AlignedWindowAggregator:
         state = op.window_state
         if isinstance(state, InMemoryNamespaces):
             return state
-        cache: NamespaceCache | None = state.open_namespace_cache()
+        cache: NamespaceCache | None = state.open_namespace_cache(fetches=True)
         if cache is not None:
             _drop_restored_pane_timers(op)
         return cache
@@ -102,7 +104,8 @@ class AlignedWindowAggregator:
         # event time: (time, 0 = fire | 1 = clean up, window start)
         self.timers: list[tuple[int, int, int]] = []
         for window, m in self.state.namespace_maps():
-            if isinstance(window, TimeWindow) and m:
+            # a cache lists its namespaces with entries, also those whose entries are all in RocksDB
+            if isinstance(window, TimeWindow) and (m or self.cache is not None):
                 self.maps[window.start] = m
                 self.windows[window.start] = window
                 if restored_timers is None or not self.event_time:
@@ -154,28 +157,37 @@ class AlignedWindowAggregator:
             self.backend.current_key = key
             op.emit_pane(key, window, [result])
 
-    def _fire_window(self, start: int) -> None:
+    def _panes(self, start: int) -> Any:
+        """(key, accumulator) of every pane of an open window: its dict's, or the cache's (evicted ones too)."""
         m = self.maps.get(start)
-        if not m:
+        if m is None:
+            return ()
+        return m.items() if self.cache is None else self.cache.namespace_entries(self.windows[start])
+
+    def _fire_window(self, start: int) -> None:
+        panes = self._panes(start)
+        if not panes:
             return
         window = self.windows[start]
         op = self.op
         if op.runner.kind is None and not self.is_aggregate:
             # every pane's result is its accumulator
-            op.out_values.extend(m.values())
-            op.out_timestamps.extend([window.end - 1] * len(m))
+            before = len(op.out_values)
+            op.out_values.extend([acc for _, acc in panes])
+            op.out_timestamps.extend([window.end - 1] * (len(op.out_values) - before))
             return
         emit = self._emit
-        for key, acc in m.items():
+        for key, acc in panes:
             emit(key, window, acc)
 
     def _clean_up_window(self, start: int) -> None:
+        runner = self.op.runner
+        keys = [key for key, _ in self._panes(start)] if runner.clears else ()
         m = self.maps.pop(start, None)
         window = self.windows.pop(start)
-        runner = self.op.runner
-        if m and runner.clears:
+        if keys:
             backend = self.backend
-            for key in list(m):
+            for key in keys:
                 backend.current_key = key
                 runner.clear(window)
         if m is not None:
@@ -193,8 +205,9 @@ class AlignedWindowAggregator:
                 self._clean_up_window(start)
 
     def hand_over_to_generic_path(self) -> None:
-        """The cache outgrew its bound: every pane into RocksDB, every pending window timer into the timer
-        service as per-pane timers (as a restore off the fast path does); this aggregator is done."""
+        """A cache that cannot hold the panes (`over_limit`; RocksDB's evicts instead and never asks): every
+        pane into RocksDB, every pending window timer into the timer service as per-pane timers (as a restore
+        off the fast path does); this aggregator is done."""
         assert self.cache is not None
         timers = list(self.timers)
         self.timers.clear()
@@ -226,7 +239,15 @@ class AlignedWindowAggregator:
                 raise self.op.no_timestamp_error()
         else:
             timestamps = [self.op.ctx.processing_time_service.now()] * len(values)
+        cache = self.cache
         try:
+            panes = self._panes_by_window(keys, timestamps) if cache is not None else None
+            if panes:
+                windows = self.windows
+                for start, pane_keys in panes.items():
+                    window = windows.get(start)
+                    if window is not None:  # a window opened by this batch has nothing in RocksDB
+                        cache.fetch_missing(window, pane_keys)  # type: ignore[union-attr]
             if not self.tumbling:
                 late = self._sliding(values, timestamps, keys)
             elif self.is_aggregate:
@@ -237,8 +258,45 @@ class AlignedWindowAggregator:
             if any(t is None for t in timestamps):
                 raise self.op.no_timestamp_error() from None
             raise
+        if panes:
+            windows = self.windows
+            for start, pane_keys in panes.items():
+                cache.mark_written(windows[start], pane_keys)  # type: ignore[union-attr]
+            cache.trim()  # type: ignore[union-attr]  # after every mark: eviction writes the marked entries
         if late:
             self.op.emit_late([v for v, _ in late], [t for _, t in late])
+
+    def _panes_by_window(self, keys: list[Any], timestamps: list[Any]) -> dict[int, list[Any]]:
+        """window start -> the keys of the batch's records in that window (late ones left out): what a batch
+        reads and writes, told to the namespace cache."""
+        size, slide, offset = self.size, self.slide, self.offset
+        late_start = self._bounds()[0]
+        if self.tumbling:
+            starts = [ts - (ts - offset) % size for ts in timestamps]
+            first = starts[0] if starts else late_start
+            if starts.count(first) == len(starts):  # the common case: the whole batch in one window
+                return {first: keys} if first > late_start else {}
+            out: dict[int, list[Any]] = {}
+            for k, start in zip(keys, starts, strict=True):
+                if start > late_start:
+                    ks = out.get(start)
+                    if ks is None:
+                        out[start] = [k]
+                    else:
+                        ks.append(k)
+            return out
+        out = {}
+        for k, ts in zip(keys, timestamps, strict=True):
+            start = ts - (ts - offset) % slide
+            lowest = ts - size
+            while start > lowest and start > late_start:
+                ks = out.get(start)
+                if ks is None:
+                    out[start] = [k]
+                else:
+                    ks.append(k)
+                start -= slide
+        return out
 
     def _tumbling_reduce(self, values: list[Any], timestamps: list[Any], keys: list[Any]) -> list[Any] | None:
         size, offset = self.size, self.offset

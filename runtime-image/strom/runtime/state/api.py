@@ -7,7 +7,7 @@ picks one by configuration; `ttl` wraps any backend's states; `restore` is the o
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from strom.common.key_groups import KeyGroupRange
@@ -156,20 +156,27 @@ class InMemoryNamespaces(Protocol):
 @runtime_checkable
 class NamespaceCache(InMemoryNamespaces, Protocol):
     """Live dicts of one state's namespaces kept in memory in front of a backend that stores elsewhere
-    (RocksDB), within a bound. The backend writes them through at every snapshot, so a snapshot sees
-    every entry; `over_limit` says the dicts outgrew the bound and the caller must `close` the cache
-    (everything written through) and go on through the state API."""
+    (RocksDB), within a bound. The owner says what every batch touches (`fetch_missing` before it,
+    `mark_written` and `trim` after it), so the cache may evict past its bound and read evicted entries
+    back; the backend writes the marked entries through at every snapshot, so a snapshot sees every entry."""
 
     def over_limit(self) -> bool:
-        """More entries in memory than the configured bound."""
+        """More entries in memory than the bound that the owner must handle (a cache that evicts: never)."""
 
     def fetch_missing(self, namespace: Any, keys: list[Any]) -> None:
-        """A cache opened with `fetches=True`, before a batch: bring the keys' entries that were evicted back
-        into the namespace's dict (a key still missing after it has no value)."""
+        """Before a batch: bring the keys' entries that were evicted back into the namespace's dict (a key
+        still missing after it has no value)."""
 
     def mark_written(self, namespace: Any, keys: list[Any]) -> None:
-        """A cache opened with `fetches=True`, after a batch: these keys were written (the next write-through
-        writes them, and only them); evicts past the bound, so such a cache never needs closing."""
+        """After a batch: these keys of `namespace` were written (the next write-through writes them, and only
+        them)."""
+
+    def trim(self) -> None:
+        """After a batch's `mark_written` calls: past the bound, write through and evict (never before every
+        written key is marked: an unmarked entry would be evicted unwritten)."""
+
+    def namespace_entries(self, namespace: Any) -> Iterable[tuple[Any, Any]]:
+        """(key, value) of every entry of `namespace`, the evicted ones too (a window that fires)."""
 
     def close(self) -> None:
         """Write every entry through to the backend and stop caching; the dicts are no longer live."""
@@ -181,4 +188,4 @@ class CachingNamespaces(Protocol):
 
     def open_namespace_cache(self, *, fetches: bool = False) -> NamespaceCache | None:
         """The cache, or None when this state or configuration does not allow one. `fetches`: the caller
-        calls `fetch_missing` and `mark_written` around every batch, so the cache may evict entries."""
+        calls `fetch_missing`, `mark_written` and `trim` around every batch (a cache is offered only then)."""

@@ -157,16 +157,15 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
 
     # -- namespace caches (see rocksdb.namespace_cache) ------------------------------------------------
     def open_namespace_cache(self, table: RocksDBTable, *, fetches: bool = False) -> RocksDBNamespaceCache | None:
-        """A bounded in-memory cache of `table`'s namespaces, when configured and the kind allows one; `fetches`:
-        the owner calls fetch_missing/mark_written, so the cache may evict (see namespace_cache)."""
-        if self.namespace_cache_entries <= 0 or table.ttl or table.kind not in ("value", "reducing", "aggregating"):
+        """A bounded in-memory cache of `table`'s namespaces, when configured and the kind allows one. Only for an
+        owner that tells the cache what each batch reads and writes (`fetches`: fetch_missing, mark_written, trim;
+        see namespace_cache): the cache evicts past its bound and reads evicted entries back."""
+        if not fetches or self.namespace_cache_entries <= 0 or table.ttl:
             return None
-        if table.cache is not None:
+        if table.kind not in ("value", "reducing", "aggregating") or table.cache is not None:
             return None  # one owner per state
         self.forget_values(table)  # the cache loads what RocksDB holds of the table
-        cache = RocksDBNamespaceCache(self, table, self.namespace_cache_entries, fetches=fetches)
-        if not cache.fits:
-            return None  # the restored state alone outgrows the bound: it stays in RocksDB only
+        cache = RocksDBNamespaceCache(self, table, self.namespace_cache_entries)
         table.cache = cache
         self.namespace_caches.append(cache)
         return cache

@@ -2,33 +2,31 @@
 
 The aligned-window fast path and the rolling reduce read and write a namespace's entries as a plain dict
 (`api.InMemoryNamespaces`); on RocksDB that costs a serialization and a RocksDB call per record otherwise.
-This cache gives them the dicts: entries live in memory, RocksDB holds what was there at the last snapshot.
+This cache gives them the dicts: entries live in memory, RocksDB holds what was there at the last write-through.
 
-Two ways of use (`open_namespace_cache(fetches=...)`):
-* tracked (the rolling reduce): the owner calls `fetch_missing(namespace, keys)` before a batch (the keys the
-  dict lacks are read from RocksDB in one multi-get, once anything was evicted) and `mark_written(namespace,
-  keys)` after it. A write-through writes only the marked keys, so a snapshot costs what changed since the last
-  one, not the whole cache; past the bound the oldest half of the entries is written through and evicted (they
-  are in RocksDB, read back when a batch needs them), so state larger than the bound keeps the dict path.
-* walked (the window fast path): the owner reads a missing key as "no pane" and never fetches, so nothing may
-  be evicted: a write-through walks the dicts and skips entries that are still the immutable object written
-  last time; past the bound the owner closes the cache and goes on per record through RocksDB.
+The owner tells the cache what each batch touches: `fetch_missing(namespace, keys)` before the batch (the keys
+the dict lacks are read from RocksDB in one multi-get, only for a namespace that had entries evicted),
+`mark_written(namespace, keys)` after it, then `trim()`. A write-through writes only the marked keys, so a
+snapshot costs what changed since the last one, not the whole cache. Past the bound, `trim` writes through and
+evicts the oldest half of the entries (from each namespace in proportion to its size, first inserted first):
+they are in RocksDB and read back when a batch needs them, so state larger than the bound keeps the dict path.
+A window's panes are a namespace: when it fires, `namespace_entries` gives every pane, the evicted ones read
+back from RocksDB in one scan; when it is cleaned up, `drop_if_empty` forgets it in memory and in RocksDB.
 
 Exactness: the backend calls `write_through` before every snapshot and before every read that scans RocksDB
-(keys, entries, counts), so a snapshot sees every write. A dropped namespace that had been written through is
-deleted from RocksDB at once. Bound: `state.backend.rocksdb.namespace-cache.max-entries`. Values are kept as
-objects between snapshots, as the heap backend keeps them.
+(keys, entries, counts), so a snapshot sees every write. Bound: `state.backend.rocksdb.namespace-cache.max-entries`.
+Values are kept as objects between snapshots, as the heap backend keeps them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from rocksdict import WriteBatch
 
 from strom.runtime.state.rocksdb import keys as rk
-from strom.runtime.state.rocksdb.states import is_immutable
 
 if TYPE_CHECKING:
     from strom.runtime.state.rocksdb.backend import RocksDBKeyedStateBackend, RocksDBTable
@@ -39,51 +37,61 @@ _NOTHING = object()
 class RocksDBNamespaceCache:
     """namespace -> {key: value} of one state (value, reducing or aggregating kind, no TTL)."""
 
-    def __init__(
-        self, backend: RocksDBKeyedStateBackend, table: RocksDBTable, max_entries: int, *, fetches: bool = False
-    ) -> None:
+    def __init__(self, backend: RocksDBKeyedStateBackend, table: RocksDBTable, max_entries: int) -> None:
         self.backend = backend
         self.table = table
         self.max_entries = max_entries
         self.maps: dict[Any, dict[Any, Any]] = {}
         self.written: set[Any] = set()  # namespaces with entries in RocksDB (to delete when dropped)
-        # walked: namespace -> {key: the immutable value RocksDB holds}: a write-through skips the entries that are
-        # still that very object
-        self.stored: dict[Any, dict[Any, Any]] = {}
-        # tracked: namespace -> keys written since the last write-through (the only ones a write-through writes)
-        self.fetches = fetches
+        # namespaces whose dict lacks entries RocksDB has (evicted, or restored past the bound): a missing key
+        # there is read from RocksDB; in every other namespace a missing key has no value
+        self.partial: set[Any] = set()
+        # namespace -> keys written since the last write-through (the only ones a write-through writes)
         self.dirty: dict[Any, set[Any]] = {}
-        # True while the dicts hold every entry RocksDB has of the state: a missing key then has no value
-        self.complete = True
-        self.fits = self._load()
-        if not self.fits and fetches:
-            # the restored state outgrows the bound: start empty, every entry is in RocksDB and read on demand
-            self.maps.clear()
-            self.stored.clear()
-            self.complete, self.fits = False, True
+        self._load()
 
-    def _load(self) -> bool:
-        """What RocksDB already holds of the state (a restore) into the dicts; False, and stop, past the bound
-        (the entries stay in RocksDB, where they are already)."""
+    def _load(self) -> None:
+        """What RocksDB already holds of the state (a restore) into the dicts, up to the bound; past it, the
+        dicts start empty and every namespace RocksDB has is partial (its entries are read on demand)."""
         b = self.backend
         loaded = 0
         for kg in b.key_group_range:
             prefix = rk.key_group_prefix(kg) + self.table.name_part
             for k, v in b.scan(prefix):
+                if loaded >= self.max_entries:
+                    self._load_namespaces_only()
+                    return
                 _, _, ns_raw, key_raw, _ = rk.decode_key(k)
                 ns = rk.decode_namespace(ns_raw)
                 m = self.maps.get(ns)
                 if m is None:
                     m = self.maps[ns] = {}
-                key, value = rk.loads(key_raw), rk.loads(v)
-                m[key] = value
-                if not self.fetches and is_immutable(value):
-                    self.stored.setdefault(ns, {})[key] = value
+                m[rk.loads(key_raw)] = rk.loads(v)
                 self.written.add(ns)
                 loaded += 1
-                if loaded > self.max_entries:
-                    return False
-        return True
+
+    def _load_namespaces_only(self) -> None:
+        """Every namespace of the state in RocksDB, as an empty partial dict: one seek per namespace and key
+        group, past the namespace's entries (a restore of state larger than the bound)."""
+        self.maps.clear()
+        b = self.backend
+        name = self.table.name_part
+        for kg in b.key_group_range:
+            prefix = rk.key_group_prefix(kg) + name
+            it = b.db.iter()
+            it.seek(prefix)
+            while it.valid():
+                k = it.key()
+                if not k.startswith(prefix):
+                    break
+                _, _, ns_raw, _, _ = rk.decode_key(k)
+                ns = rk.decode_namespace(ns_raw)
+                if ns not in self.maps:
+                    self.maps[ns] = {}
+                    self.partial.add(ns)
+                    self.written.add(ns)
+                it.seek(rk.prefix_end(prefix + rk.namespace_part(ns)))
+            del it
 
     # -- api.InMemoryNamespaces -----------------------------------------------------------------------
     def namespace_map(self, namespace: Any) -> dict[Any, Any]:
@@ -93,17 +101,18 @@ class RocksDBNamespaceCache:
         return m
 
     def namespace_maps(self) -> list[tuple[Any, dict[Any, Any]]]:
-        return list(self.maps.items())
+        """(namespace, dict) of every namespace with entries, in memory or only in RocksDB (partial)."""
+        partial = self.partial
+        return [(ns, m) for ns, m in self.maps.items() if m or ns in partial]
 
     # -- api.NamespaceCache ---------------------------------------------------------------------------
     def over_limit(self) -> bool:
-        # per batch, not per record: a sum over the open namespaces (a few windows)
-        return sum(map(len, self.maps.values())) > self.max_entries
+        return False  # the cache evicts past its bound itself (`trim`): it never needs closing
 
     def fetch_missing(self, namespace: Any, keys: list[Any]) -> None:
-        """Tracked use, before a batch: read the keys the namespace's dict lacks from RocksDB (one multi-get);
-        nothing to do while nothing was evicted. Keys RocksDB has no value for stay missing."""
-        if self.complete:
+        """Before a batch: read the keys the namespace's dict lacks from RocksDB (one multi-get); nothing to do
+        unless the namespace is partial. Keys RocksDB has no value for stay missing."""
+        if namespace not in self.partial:
             return
         m = self.namespace_map(namespace)
         missing = [k for k in dict.fromkeys(keys) if k not in m]
@@ -121,44 +130,63 @@ class RocksDBNamespaceCache:
                 m[k] = loads(raw)
 
     def mark_written(self, namespace: Any, keys: list[Any]) -> None:
-        """Tracked use, after a batch: `keys` of `namespace` were written; past the bound, evict."""
+        """After a batch: `keys` of `namespace` were written (each key's value is in the namespace's dict)."""
         d = self.dirty.get(namespace)
         if d is None:
-            d = self.dirty[namespace] = set()
-        d.update(keys)
-        m = self.maps.get(namespace)
-        if m is not None and len(m) > self.max_entries:
-            self.evict(namespace)
+            self.dirty[namespace] = set(keys)
+        else:
+            d.update(keys)
 
-    def evict(self, namespace: Any) -> None:
-        """Write the namespace's changes through and forget its oldest half (dict order: first inserted)."""
+    def trim(self) -> None:
+        """After a batch's `mark_written` calls: past the bound, write through and evict the oldest half."""
+        total = sum(map(len, self.maps.values()))  # per batch: a sum over a few namespaces (open windows)
+        if total > self.max_entries:
+            self.evict(total)
+
+    def evict(self, total: int) -> None:
+        """Write the changes through, then forget the oldest entries (dict order: first inserted) of every
+        namespace in proportion to its size, down to half the bound."""
         self.write_through()
-        m = self.maps[namespace]
-        n = len(m) - self.max_entries // 2
-        if n <= 0:
-            return
-        for k in list(islice(m, n)):
-            del m[k]
-        self.complete = False
+        keep = self.max_entries // 2
+        for ns, m in self.maps.items():
+            n = len(m) - len(m) * keep // total
+            if n <= 0:
+                continue
+            if n >= len(m):
+                m.clear()
+            else:
+                for k in list(islice(m, n)):
+                    del m[k]
+            self.partial.add(ns)
+
+    def namespace_entries(self, namespace: Any) -> Iterable[tuple[Any, Any]]:
+        """(key, value) of every entry of `namespace`: its dict's, or, for a partial namespace, RocksDB's after a
+        write-through (one scan per key group; the values are fresh objects)."""
+        m = self.maps.get(namespace)
+        if namespace not in self.partial:
+            return m.items() if m is not None else ()
+        self.write_through()
+        b = self.backend
+        middle = self.table.name_part + rk.namespace_part(namespace)
+        loads = rk.loads
+        out: list[tuple[Any, Any]] = []
+        for kg in b.key_group_range:
+            prefix = rk.key_group_prefix(kg) + middle
+            n = len(prefix) + 4
+            out.extend((loads(k[n:]), loads(v)) for k, v in b.scan(prefix))
+        return out
 
     def close(self) -> None:
         self.write_through()
         self.maps.clear()
         self.written.clear()
-        self.stored.clear()
+        self.partial.clear()
         self.dirty.clear()
         self.backend.remove_namespace_cache(self)
 
     # -- the backend's side ---------------------------------------------------------------------------
     def write_through(self) -> None:
-        """Put every cached entry that RocksDB does not hold yet into RocksDB (one write batch)."""
-        if self.fetches:
-            self._write_marked()
-        else:
-            self._write_walked()
-
-    def _write_marked(self) -> None:
-        """Tracked use: the keys marked written since the last write-through, and only those."""
+        """Put the entries marked written since the last write-through into RocksDB (one write batch)."""
         if not any(self.dirty.values()):
             return
         b = self.backend
@@ -185,44 +213,17 @@ class RocksDBNamespaceCache:
             batch.put(k, dumps(encoded[k]))
         b.db.write(batch)
 
-    def _write_walked(self) -> None:
-        """Walked use: every entry but those that are still the very immutable object written last time (a value
-        changed in place is mutable, so it is written every time)."""
-        if not self.maps:
-            return
-        b = self.backend
-        b.forget_values(self.table)  # a state object's held writes first: the cache's entries are newer
-        key_group = b.key_groups.key_group
-        name = self.table.name_part
-        dumps, key_part, kg_prefix = rk.dumps, rk.key_part, rk.key_group_prefix
-        batch = WriteBatch(raw_mode=True)
-        for ns, m in self.maps.items():
-            if not m:
-                continue
-            stored = self.stored.get(ns)
-            if stored is None:
-                stored = self.stored[ns] = {}
-            middle = name + rk.namespace_part(ns)
-            for key, value in m.items():
-                if stored.get(key, _NOTHING) is value:
-                    continue
-                batch.put(kg_prefix(key_group(key)) + middle + key_part(key), dumps(value))
-                if is_immutable(value):
-                    stored[key] = value
-                else:
-                    stored.pop(key, None)
-            self.written.add(ns)
-        b.db.write(batch)
-
     def drop_if_empty(self, namespace: Any) -> None:
         """A cleaned-up window: forget its dict, and its entries in RocksDB if it was written through."""
         self.backend.forget_values(self.table)
         m = self.maps.get(namespace)
-        if m is not None and not m:
+        if m:
+            return
+        if m is not None:
             del self.maps[namespace]
-            self.stored.pop(namespace, None)
-            self.dirty.pop(namespace, None)
-        if namespace in self.written and not m:
+        self.dirty.pop(namespace, None)
+        self.partial.discard(namespace)
+        if namespace in self.written:
             self.written.discard(namespace)
             b = self.backend
             middle = self.table.name_part + rk.namespace_part(namespace)
