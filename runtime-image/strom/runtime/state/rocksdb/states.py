@@ -211,6 +211,10 @@ class _ListIndex:
         return not self.known or k in self.on_disk
 
 
+def _entry_key(entry: tuple[bytes, Any]) -> bytes:
+    return entry[0]
+
+
 def _table_is_empty(backend: RocksDBKeyedStateBackend, table: RocksDBTable) -> bool:
     """True when RocksDB holds no entry of `table` in this subtask's key groups (one bounded seek per key group)."""
     name = table.name_part
@@ -236,12 +240,17 @@ class RocksDBListState(_Multi, ListState[Any]):
     def get(self) -> list[Any]:
         k = self._key()
         index = self._index()
-        out = [_loads(v) for _, v in self.backend.scan(k)] if index.may_be_on_disk(k) else []
+        disk = list(self.backend.scan(k)) if index.may_be_on_disk(k) else []
         eks = index.pending.get(k)
-        if eks:
-            values = self.table.values
-            out.extend([values[ek] for ek in eks])  # immutable: the object is as good as a fresh copy
-        return out
+        if not eks:
+            return [_loads(v) for _, v in disk]
+        values = self.table.values
+        if disk and disk[-1][0] > eks[0]:
+            # a mutable element went to RocksDB after a pending one: the sequence numbers give the order
+            entries = sorted([*disk, *((ek, None) for ek in eks)], key=_entry_key)
+            return [_loads(v) if v is not None else values[ek] for ek, v in entries]
+        # immutable pending elements: the object is as good as a fresh copy
+        return [_loads(v) for _, v in disk] + [values[ek] for ek in eks]
 
     # hot path: called per record (window panes)
     def add(self, value: Any) -> None:
