@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import pytest
 from strom.connectors.base import SourceReaderContext
 from strom.connectors.nexmark import Auction, Bid, NexmarkConfig, NexmarkReader, NexmarkSource, Person
+from strom.connectors.nexmark.strings import FIRST_NAMES, HOT_CHANNELS, LAST_NAMES, US_CITIES, US_STATES, string_pools
 
 N = 20_000
 
@@ -148,3 +150,190 @@ def test_rate_paces_emission_on_the_clock():
 def test_invalid_parameters_are_named(fields, message):
     with pytest.raises(ValueError, match=message):
         NexmarkConfig(**fields)
+
+
+# -- the generator against its specification, event by event ---------------------------------------------
+# What follows is the generator's algorithm written per event in plain Python, step by step as Nexmark's
+# generator takes them (GeneratorConfig's event numbering and timestamps, PersonGenerator, AuctionGenerator,
+# BidGenerator, PriceGenerator, nextExtra), with this generator's one difference: each random choice is a
+# field of splitmix64(m * 8 + draw index) instead of the next value of a java.util.Random. The string
+# pools (e-mails, item names, descriptions, urls, the text `extra` is cut from) are data it looks up.
+
+MASK64 = (1 << 64) - 1
+
+
+def spec_draw(seed: int, m: int, index: int) -> int:
+    """Random draw `index` of event m: splitmix64 of its slot, mixed with the seed."""
+    z = (((m * 8 + index) ^ (seed * 0x2545F4914F6CDD1D)) + 0x9E3779B97F4A7C15) & MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
+def spec_bits(h: int, shift: int, width: int = 16) -> int:
+    return (h >> shift) & ((1 << width) - 1)
+
+
+def spec_price(h: int) -> int:
+    """nextPrice: round(10^(u*6) * 100) cents, u uniform in [0, 1) from the draw's top 53 bits."""
+    u = (h >> 11) * (1.0 / (1 << 53))
+    return math.floor(10.0 ** (u * 6.0) * 100.0 + 0.5)
+
+
+class Spec:
+    """One config's events by their numbers, one at a time."""
+
+    def __init__(self, config: NexmarkConfig) -> None:
+        self.c = config
+        self.pools = string_pools(config.seed)
+        self.total = config.person_proportion + config.auction_proportion + config.bid_proportion
+        self.delay_us = 1_000_000.0 / (config.event_rate or config.rate or 10_000)
+        sizes = (config.avg_person_byte_size, config.avg_auction_byte_size, config.avg_bid_byte_size)
+        self.text_room = len(self.pools.extra_text) - max(sizes)
+
+    def adjusted(self, n: int) -> int:
+        """nextAdjustedEventNumber: a fixed shuffle in each full group of out_of_order_group_size."""
+        size = self.c.out_of_order_group_size
+        base = n // size * size
+        return n if base + size > self.c.events else base + n * 953 % size
+
+    def timestamp(self, m: int) -> int:
+        return self.c.base_time + int(m * self.delay_us) // 1000
+
+    def last_person(self, m: int) -> int:  # lastBase0PersonId
+        epoch, offset = divmod(m, self.total)
+        return epoch * self.c.person_proportion + min(offset, self.c.person_proportion - 1)
+
+    def last_auction(self, m: int) -> int:  # lastBase0AuctionId
+        epoch, offset = divmod(m, self.total)
+        if offset < self.c.person_proportion:
+            return (epoch - 1) * self.c.auction_proportion + self.c.auction_proportion - 1
+        return epoch * self.c.auction_proportion + min(offset - self.c.person_proportion,
+                                                        self.c.auction_proportion - 1)
+
+    def next_person(self, m: int, draw: int) -> int:  # nextBase0PersonId
+        num_people = self.last_person(m) + 1
+        active = min(num_people, self.c.num_active_people)
+        return num_people - active + draw % (active + 10)
+
+    def next_auction(self, m: int, draw: int) -> int:  # nextBase0AuctionId
+        last = self.last_auction(m)
+        first = max(last - self.c.num_in_flight_auctions, 0)
+        return first + draw % (last - first + 1 + 10)
+
+    def extra(self, number: int, average: int, size: int) -> str:
+        """nextExtra: `extra` brings the record to `average` bytes, +-20%; cut from the pool text."""
+        h = spec_draw(self.c.seed, number, 7)
+        desired = average - size
+        delta = math.floor(desired * 0.2 + 0.5)
+        length = 0 if size > average else desired - delta + (spec_bits(h, 0) % (2 * delta) if delta > 0 else 0)
+        start = spec_bits(h, 24, 32) % self.text_room
+        return self.pools.extra_text[start : start + length]
+
+    def event(self, n: int) -> tuple[object, int]:
+        m = self.adjusted(n)
+        ts = self.timestamp(m)
+        h = [spec_draw(self.c.seed, m, k) for k in range(4)]
+        offset = m % self.total
+        if offset < self.c.person_proportion:
+            return self.person(m, ts, h), ts
+        if offset < self.c.person_proportion + self.c.auction_proportion:
+            return self.auction(m, ts, h), ts
+        return self.bid(m, ts, h), ts
+
+    def person(self, m: int, ts: int, h: list[int]) -> Person:
+        pools = self.pools
+        name = f"{FIRST_NAMES[spec_bits(h[0], 0) % 11]} {LAST_NAMES[spec_bits(h[0], 16) % 9]}"
+        email = pools.emails[spec_bits(h[0], 32) % len(pools.emails)]
+        city = US_CITIES[spec_bits(h[0], 48) % len(US_CITIES)]
+        state = US_STATES[spec_bits(h[1], 0) % len(US_STATES)]
+        digits = (spec_bits(h[1], 16), spec_bits(h[1], 32), spec_bits(h[1], 48), spec_bits(h[2], 0))
+        card = " ".join(f"{d % 10_000:04d}" for d in digits)
+        size = 8 + len(name) + len(email) + len(card) + len(city) + len(state)
+        extra = self.extra(m, self.c.avg_person_byte_size, size)
+        return Person(self.last_person(m) + 1000, name, email, card, city, state, ts, extra)
+
+    def auction(self, m: int, ts: int, h: list[int]) -> Auction:
+        c, pools = self.c, self.pools
+        if spec_bits(h[0], 0) % c.hot_sellers_ratio > 0:
+            seller = self.last_person(m) // 100 * 100
+        else:
+            seller = self.next_person(m, spec_bits(h[1], 0, 32))
+        initial_bid = spec_price(h[2])
+        reserve = initial_bid + spec_price(h[3])
+        # open until about num_in_flight_auctions more auctions have been created
+        later = m + c.num_in_flight_auctions * self.total // c.auction_proportion
+        horizon = self.timestamp(later) - ts
+        expires = ts + 1 + spec_bits(h[1], 32, 32) % max(horizon * 2, 1)
+        item = pools.item_names[spec_bits(h[0], 32) % len(pools.item_names)]
+        description = pools.descriptions[spec_bits(h[0], 48) % len(pools.descriptions)]
+        extra = self.extra(m, c.avg_auction_byte_size, 8 + len(item) + len(description) + 8 + 8 + 8 + 8 + 8)
+        return Auction(self.last_auction(m) + 1000, item, description, initial_bid, reserve, ts, expires,
+                       seller + 1000, 10 + spec_bits(h[0], 16) % 5, extra)
+
+    def bid(self, m: int, ts: int, h: list[int]) -> Bid:
+        c, pools = self.c, self.pools
+        if spec_bits(h[0], 0) % c.hot_auction_ratio > 0:
+            auction = self.last_auction(m) // 100 * 100
+        else:
+            auction = self.next_auction(m, spec_bits(h[1], 0, 32))
+        if spec_bits(h[0], 16) % c.hot_bidders_ratio > 0:
+            bidder = self.last_person(m) // 100 * 100 + 1
+        else:
+            bidder = self.next_person(m, spec_bits(h[1], 32, 32))
+        draw = spec_bits(h[0], 48)
+        if spec_bits(h[0], 32) % 2 > 0:  # one of the four hot channels
+            channel, url = HOT_CHANNELS[draw % 4], pools.urls[10_000 + draw % 4]
+        else:
+            channel, url = f"channel-{draw % 10_000}", pools.urls[draw % 10_000]
+        # a bid's extra is that of one of 4096 bids made once, picked by its draw 7
+        picked = spec_bits(spec_draw(c.seed, m, 7), 0, 32) % 4096
+        extra = self.extra(picked, c.avg_bid_byte_size, 8 + 8 + 8 + 8)
+        return Bid(auction + 1000, bidder + 1000, spec_price(h[2]), channel, url, ts, extra)
+
+
+def assert_matches_spec(config: NexmarkConfig, *, subtask: int = 0, parallelism: int = 1, batch: int = 700,
+                        from_position: int = 0) -> None:
+    reader = NexmarkReader(config, subtask=subtask, parallelism=parallelism)
+    reader.restore_position(from_position)
+    spec = Spec(config)
+    numbers = iter(range(subtask + from_position * parallelism, config.events, parallelism))
+    checked = 0
+    while (got := reader.poll(batch)) is not None:
+        for event, ts in zip(got, reader.last_timestamps, strict=True):
+            n = next(numbers)
+            expected, expected_ts = spec.event(n)
+            assert (type(event), event, ts) == (type(expected), expected, expected_ts), f"event number {n}"
+            assert all(type(v) is type(w) for v, w in zip(event, expected, strict=True)), f"event number {n}"
+            checked += 1
+    assert next(numbers, None) is None
+    assert checked > 0
+
+
+@pytest.mark.parametrize(
+    ("fields", "split"),
+    [
+        # more events than one generated chunk (8192), so chunk boundaries are crossed
+        ({"events": 30_000}, {}),
+        ({"events": 40_000, "seed": 3}, {"subtask": 2, "parallelism": 3, "batch": 777}),
+        # subtasks that see one kind only: persons, auctions, bids (50 = the default total proportion)
+        ({"events": 200_000}, {"subtask": 0, "parallelism": 50}),
+        ({"events": 200_000}, {"subtask": 2, "parallelism": 50}),
+        ({"events": 400_000}, {"subtask": 17, "parallelism": 50, "batch": 5000}),
+        ({"events": 20_050, "out_of_order_group_size": 100, "seed": 5}, {"batch": 4096}),
+        ({"events": 20_000, "event_rate": 3333, "base_time": 123_456}, {"subtask": 1, "parallelism": 2}),
+        # a restored reader starts in the middle of its split
+        ({"events": 30_000}, {"subtask": 1, "parallelism": 2, "from_position": 5_555}),
+        (
+            {"events": 15_000, "person_proportion": 2, "auction_proportion": 5, "bid_proportion": 3,
+             "hot_auction_ratio": 1, "hot_bidders_ratio": 1, "hot_sellers_ratio": 1, "num_active_people": 7,
+             "num_in_flight_auctions": 3, "avg_person_byte_size": 50, "avg_auction_byte_size": 60,
+             "avg_bid_byte_size": 20},
+            {"batch": 333},
+        ),
+        ({"events": 10_000, "avg_person_byte_size": 1000, "avg_auction_byte_size": 2000, "avg_bid_byte_size": 500,
+          "num_in_flight_auctions": 1000, "num_active_people": 50_000}, {}),
+    ],
+)
+def test_every_event_is_the_specifications(fields, split):
+    assert_matches_spec(NexmarkConfig(**fields), **split)

@@ -7,13 +7,15 @@ timestamp and every random choice. Random choices come from splitmix64 of (seed,
 rather than from a stateful generator, so each event is a pure function of its number: a subtask
 can start anywhere, and a restored reader regenerates exactly what it would have.
 
-The work is vectorised with numpy over the whole batch; only building the record tuples is per event.
+The work is vectorised with numpy over the whole batch; only building the record tuples is per event,
+and that is most of the cost: one NamedTuple and a few ints per event. tests/nexmark/test_generator.py
+holds the same algorithm written per event in plain Python, as the specification this must match.
 """
 
 from __future__ import annotations
 
-from functools import partial
-from operator import itemgetter
+import gc
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -31,9 +33,8 @@ _DRAWS_PER_EVENT = 8
 _EXTRA_DRAW = 7  # the hash that sizes and places `extra`, apart from every other choice
 _BID_EXTRA_POOL = 4096
 _BID_SIZE = 8 + 8 + 8 + 8  # what Nexmark counts as a bid's size before its extra
-_make_person = partial(tuple.__new__, Person)
-_make_auction = partial(tuple.__new__, Auction)
-_make_bid = partial(tuple.__new__, Bid)
+# tuple.__new__(Bid, values) makes the NamedTuple in C; Bid(*values) would run its Python __new__
+_new = tuple.__new__
 
 
 def splitmix64(x: np.ndarray) -> np.ndarray:
@@ -46,6 +47,8 @@ def splitmix64(x: np.ndarray) -> np.ndarray:
 
 def field(h: np.ndarray, shift: int, bits: int = 16) -> np.ndarray:
     """`bits` bits of hash h from bit `shift`, as int64 (safe to mix with the int64 id arithmetic)."""
+    if shift + bits == 64:  # the top bits: the shift alone isolates them
+        return (h >> np.uint64(shift)).astype(np.int64)
     return ((h >> np.uint64(shift)) & np.uint64((1 << bits) - 1)).astype(np.int64)
 
 
@@ -61,6 +64,12 @@ def extra_lengths(config_avg: int, current_sizes: np.ndarray, draws: np.ndarray)
     delta = np.floor(desired * 0.2 + 0.5).astype(np.int64)
     sized = desired - delta + np.where(delta > 0, draws % np.maximum(2 * delta, 1), 0)
     return np.where(current_sizes > config_avg, 0, sized)
+
+
+def records(kind: type, columns: tuple[list[Any], ...]) -> list[Any]:
+    """One `kind` NamedTuple per row of these equally long column lists."""
+    # hot path: one tuple per event, made in C (map over zip reuses zip's row tuple)
+    return list(map(_new, repeat(kind, len(columns[0])), zip(*columns, strict=True)))
 
 
 class EventBatchGenerator:
@@ -82,58 +91,88 @@ class EventBatchGenerator:
         # Bids are 92% of events: their extras come from a pool made once (a lookup instead of a slice).
         pool_draws = np.arange(_BID_EXTRA_POOL, dtype=np.int64)
         self._bid_extras = np.array(
-            self.extras(config.avg_bid_byte_size, np.full(_BID_EXTRA_POOL, _BID_SIZE, dtype=np.int64), pool_draws),
+            self.extras(config.avg_bid_byte_size, np.full(_BID_EXTRA_POOL, _BID_SIZE, dtype=np.int64),
+                        self.draw_bases(pool_draws)),
             dtype=object,
         )
         # How far ahead, in events, the auction `num_in_flight_auctions` from now will be created.
         self._auction_horizon_events = (
             config.num_in_flight_auctions * config.total_proportion // config.auction_proportion
         )
+        # Credit card numbers are four groups of four digits: each group's text made once.
+        self._four_digits = np.array([f"{k:04d}" for k in range(10_000)], dtype=object)
 
-    def hashes(self, numbers: np.ndarray, draw: int) -> np.ndarray:
-        return splitmix64((numbers.astype(np.uint64) * np.uint64(_DRAWS_PER_EVENT) + np.uint64(draw)) ^ self._seed)
+    def draw_bases(self, m: np.ndarray) -> np.ndarray:
+        """What `hashes` adds a draw index to: each event's first slot among the per-event draws."""
+        return m.astype(np.uint64) * np.uint64(_DRAWS_PER_EVENT)
 
-    # hot path: called per batch
+    def hashes(self, bases: np.ndarray, draw: int) -> np.ndarray:
+        """Draw number `draw` of each event (from `draw_bases`): splitmix64((m * 8 + draw) ^ seed)."""
+        return splitmix64((bases + np.uint64(draw)) ^ self._seed)
+
     def generate(self, numbers: np.ndarray) -> tuple[list[Any], list[int]]:
         """The events for these event numbers, in the same order, and their timestamps."""
+        # hot path: called per batch. The batch makes thousands of tuples that all outlive it (the caller
+        # keeps them): with the collector on, every 700 of them start a young-generation collection that
+        # walks the whole batch built so far and promotes it, and the promotions then trigger the older
+        # generations' collections: about half the generator's CPU (measured). With the collector paused
+        # for the batch, the first allocation after it runs one young collection over the batch instead.
+        if not gc.isenabled():
+            return self._generate(numbers)
+        gc.disable()
+        try:
+            return self._generate(numbers)
+        finally:
+            gc.enable()
+
+    def _generate(self, numbers: np.ndarray) -> tuple[list[Any], list[int]]:
         config = self.config
         m = cfg.adjusted_numbers(config, numbers)
         ts = cfg.timestamps(config, m)
-        offsets = m % config.total_proportion
+        epoch, offset = np.divmod(m, config.total_proportion)
         persons_end = config.person_proportion
         auctions_end = persons_end + config.auction_proportion
-        is_bid = offsets >= auctions_end
+        is_bid = offset >= auctions_end
         if is_bid.all():
-            return self.bids(m, ts), ts.tolist()
-        is_person = offsets < persons_end
+            stamps = ts.tolist()
+            return self.bids(m, epoch, ts, stamps), stamps
+        is_person = offset < persons_end
         is_auction = ~(is_bid | is_person)
-        parts: list[Any] = []
-        positions = []
+        events = np.empty(len(m), dtype=object)
+        stamps_in_order = np.empty(len(m), dtype=object)
         for mask, make in ((is_person, self.persons), (is_auction, self.auctions), (is_bid, self.bids)):
             where = np.flatnonzero(mask)
             if len(where):
-                parts += make(m[where], ts[where])
-                positions.append(where)
-        # the records were made kind by kind; put them back in event order
-        order = np.argsort(np.concatenate(positions), kind="stable").tolist()
-        events = [parts[0]] if len(order) == 1 else list(itemgetter(*order)(parts))
-        return events, ts.tolist()
+                kind_ts = ts[where]
+                stamps = kind_ts.tolist()
+                made = make(m[where], epoch[where], kind_ts, stamps, offset[where])
+                # the kinds are made apart; scattering puts them back in event order (fromiter: a list of
+                # tuples given to numpy directly would become a 2-d array)
+                events[where] = np.fromiter(made, dtype=object, count=len(made))
+                stamps_in_order[where] = np.fromiter(stamps, dtype=object, count=len(stamps))
+        return events.tolist(), stamps_in_order.tolist()
 
-    def bids(self, m: np.ndarray, ts: np.ndarray) -> list[Bid]:
+    # Each kind's maker takes its events' numbers m, their epochs (m // total_proportion) and offsets in the
+    # epoch, and their timestamps as an array and as the list the records share with the caller.
+    def bids(self, m: np.ndarray, epoch: np.ndarray, ts: np.ndarray, stamps: list[int],
+             offset: np.ndarray | None = None) -> list[Bid]:
         config, pools = self.config, self.pools
-        h0, h1, h2 = self.hashes(m, 0), self.hashes(m, 1), self.hashes(m, 2)
-        last_auction = cfg.last_base0_auction_ids(config, m)
+        bases = self.draw_bases(m)
+        h0, h1, h2 = self.hashes(bases, 0), self.hashes(bases, 1), self.hashes(bases, 2)
+        # a bid comes after its epoch's people and auctions: the last ones created are the epoch's last
+        last_auction = (epoch + 1) * config.auction_proportion - 1
+        last_person = (epoch + 1) * config.person_proportion - 1
         hot_auction = field(h0, 0) % config.hot_auction_ratio > 0
         auction = np.where(
             hot_auction,
             last_auction // cfg.HOT_AUCTION_RATIO * cfg.HOT_AUCTION_RATIO,
-            cfg.next_base0_auction_ids(config, m, field(h1, 0, 32)),
+            self._next_auction(last_auction, field(h1, 0, 32)),
         ) + cfg.FIRST_AUCTION_ID
         hot_bidder = field(h0, 16) % config.hot_bidders_ratio > 0
         bidder = np.where(
             hot_bidder,
-            cfg.last_base0_person_ids(config, m) // cfg.HOT_BIDDER_RATIO * cfg.HOT_BIDDER_RATIO + 1,
-            cfg.next_base0_person_ids(config, m, field(h1, 32, 32)),
+            last_person // cfg.HOT_BIDDER_RATIO * cfg.HOT_BIDDER_RATIO + 1,
+            self._next_person(last_person, field(h1, 32, 32)),
         ) + cfg.FIRST_PERSON_ID
         price = prices(h2)
         # half the bids come through one of the four hot channels, the rest through one of 10,000
@@ -141,39 +180,47 @@ class EventBatchGenerator:
         channel = np.where(
             field(h0, 32) % 2 > 0, CHANNELS_NUMBER + channel_draw % len(HOT_CHANNELS), channel_draw % CHANNELS_NUMBER
         )
-        extra = self._bid_extras[field(self.hashes(m, _EXTRA_DRAW), 0, 32) % len(self._bid_extras)].tolist()
-        return list(map(_make_bid, zip(
+        extra = self._bid_extras[field(self.hashes(bases, _EXTRA_DRAW), 0, 32) % _BID_EXTRA_POOL].tolist()
+        return records(Bid, (
             auction.tolist(), bidder.tolist(), price.tolist(), pools.channels[channel].tolist(),
-            pools.urls[channel].tolist(), ts.tolist(), extra, strict=True,
-        )))
+            pools.urls[channel].tolist(), stamps, extra,
+        ))
 
-    def persons(self, m: np.ndarray, ts: np.ndarray) -> list[Person]:
+    def persons(self, m: np.ndarray, epoch: np.ndarray, ts: np.ndarray, stamps: list[int],
+                offset: np.ndarray) -> list[Person]:
         config, pools = self.config, self.pools
-        h0, h1, h2 = self.hashes(m, 0), self.hashes(m, 1), self.hashes(m, 2)
-        ids = cfg.last_base0_person_ids(config, m) + cfg.FIRST_PERSON_ID
+        bases = self.draw_bases(m)
+        h0, h1, h2 = self.hashes(bases, 0), self.hashes(bases, 1), self.hashes(bases, 2)
+        ids = epoch * config.person_proportion + offset + cfg.FIRST_PERSON_ID
         name = field(h0, 0) % 11 * 9 + field(h0, 16) % 9
         email = field(h0, 32) % len(pools.emails)
         city = field(h0, 48) % len(pools.cities)
         state = field(h1, 0) % len(pools.states)
-        card = [field(h1, 16), field(h1, 32), field(h1, 48), field(h2, 0)]
-        cards = [f"{a:04d} {b:04d} {c:04d} {d:04d}" for a, b, c, d in zip(*((x % 10000).tolist() for x in card),
-                                                                            strict=True)]
+        four = self._four_digits
+        groups = [four[field(h, shift) % 10_000].tolist() for h, shift in ((h1, 16), (h1, 32), (h1, 48), (h2, 0))]
+        cards = [f"{a} {b} {c} {d}" for a, b, c, d in zip(*groups, strict=True)]
         size = 8 + self._name_lengths[name] + self._email_lengths[email] + 19 + self._city_lengths[city] + 2
-        extra = self.extras(config.avg_person_byte_size, size, m)
-        return list(map(_make_person, zip(
+        extra = self.extras(config.avg_person_byte_size, size, bases)
+        return records(Person, (
             ids.tolist(), pools.person_names[name].tolist(), pools.emails[email].tolist(), cards,
-            pools.cities[city].tolist(), pools.states[state].tolist(), ts.tolist(), extra, strict=True,
-        )))
+            pools.cities[city].tolist(), pools.states[state].tolist(), stamps, extra,
+        ))
 
-    def auctions(self, m: np.ndarray, ts: np.ndarray) -> list[Auction]:
+    def auctions(self, m: np.ndarray, epoch: np.ndarray, ts: np.ndarray, stamps: list[int],
+                 offset: np.ndarray) -> list[Auction]:
         config, pools = self.config, self.pools
-        h0, h1, h2, h3 = self.hashes(m, 0), self.hashes(m, 1), self.hashes(m, 2), self.hashes(m, 3)
-        ids = cfg.last_base0_auction_ids(config, m) + cfg.FIRST_AUCTION_ID
+        bases = self.draw_bases(m)
+        h0, h1, h2, h3 = (self.hashes(bases, 0), self.hashes(bases, 1), self.hashes(bases, 2),
+                          self.hashes(bases, 3))
+        base0_id = epoch * config.auction_proportion + (offset - config.person_proportion)
+        ids = base0_id + cfg.FIRST_AUCTION_ID
+        # an auction comes after its epoch's people: the last person created is the epoch's last
+        last_person = (epoch + 1) * config.person_proportion - 1
         hot_seller = field(h0, 0) % config.hot_sellers_ratio > 0
         seller = np.where(
             hot_seller,
-            cfg.last_base0_person_ids(config, m) // cfg.HOT_SELLER_RATIO * cfg.HOT_SELLER_RATIO,
-            cfg.next_base0_person_ids(config, m, field(h1, 0, 32)),
+            last_person // cfg.HOT_SELLER_RATIO * cfg.HOT_SELLER_RATIO,
+            self._next_person(last_person, field(h1, 0, 32)),
         ) + cfg.FIRST_PERSON_ID
         category = cfg.FIRST_CATEGORY_ID + field(h0, 16) % cfg.NUM_CATEGORIES
         initial_bid = prices(h2)
@@ -184,16 +231,27 @@ class EventBatchGenerator:
         item = field(h0, 32) % len(pools.item_names)
         description = field(h0, 48) % len(pools.descriptions)
         size = 8 + self._item_lengths[item] + self._description_lengths[description] + 40
-        extra = self.extras(config.avg_auction_byte_size, size, m)
-        return list(map(_make_auction, zip(
+        extra = self.extras(config.avg_auction_byte_size, size, bases)
+        return records(Auction, (
             ids.tolist(), pools.item_names[item].tolist(), pools.descriptions[description].tolist(),
-            initial_bid.tolist(), reserve.tolist(), ts.tolist(), expires.tolist(), seller.tolist(),
-            category.tolist(), extra, strict=True,
-        )))
+            initial_bid.tolist(), reserve.tolist(), stamps, expires.tolist(), seller.tolist(),
+            category.tolist(), extra,
+        ))
 
-    def extras(self, average: int, current_sizes: np.ndarray, m: np.ndarray) -> list[str]:
+    def _next_person(self, last_person: np.ndarray, draws: np.ndarray) -> np.ndarray:
+        """Nexmark's nextBase0PersonId: one of the active people or of the next few to be created."""
+        num_people = last_person + 1
+        active = np.minimum(num_people, self.config.num_active_people)
+        return num_people - active + draws % (active + cfg.PERSON_ID_LEAD)
+
+    def _next_auction(self, last_auction: np.ndarray, draws: np.ndarray) -> np.ndarray:
+        """Nexmark's nextBase0AuctionId: one of the auctions likely still open or of the next few."""
+        first = np.maximum(last_auction - self.config.num_in_flight_auctions, 0)
+        return first + draws % (last_auction - first + 1 + cfg.AUCTION_ID_LEAD)
+
+    def extras(self, average: int, current_sizes: np.ndarray, bases: np.ndarray) -> list[str]:
         """`extra` payloads: slices of the pool text, lengths as Nexmark's nextExtra."""
-        h = self.hashes(m, _EXTRA_DRAW)
+        h = self.hashes(bases, _EXTRA_DRAW)
         lengths = extra_lengths(average, current_sizes, field(h, 0, 16)).tolist()
         starts = (field(h, 24, 32) % self._text_room).tolist()
         text = self._text
