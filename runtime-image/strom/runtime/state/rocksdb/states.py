@@ -60,6 +60,18 @@ def is_immutable(value: Any) -> bool:
     return True
 
 
+def _same_window(a: Any, b: Any) -> bool:
+    """Two TimeWindows that encode to the same bytes: equal, with bounds of the same types (0 and 0.0 are equal
+    but pickle differently)."""
+    return (
+        type(a) is TimeWindow
+        and type(b) is TimeWindow
+        and a == b
+        and type(a[0]) is type(b[0])
+        and type(a[1]) is type(b[1])
+    )
+
+
 class _RocksDBState:
     __slots__ = ("backend", "table", "namespace", "_middle")
 
@@ -69,10 +81,13 @@ class _RocksDBState:
         self.namespace: Any = VOID
         self._middle = table.name_part + rk.namespace_part(VOID)
 
+    # hot path: called per record by window operators, with a new but mostly equal window object each time
     def set_current_namespace(self, namespace: Any) -> None:
-        if namespace is not self.namespace:
+        current = self.namespace
+        if namespace is not current:
             self.namespace = namespace
-            self._middle = self.table.name_part + rk.namespace_part(namespace)
+            if not _same_window(namespace, current):
+                self._middle = self.table.name_part + rk.namespace_part(namespace)
 
     # hot path: called per state access
     def _key(self) -> bytes:
