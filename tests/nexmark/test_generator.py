@@ -313,7 +313,7 @@ def assert_matches_spec(config: NexmarkConfig, *, subtask: int = 0, parallelism:
 @pytest.mark.parametrize(
     ("fields", "split"),
     [
-        # more events than one generated chunk (8192), so chunk boundaries are crossed
+        # more events than several generated chunks (source.GENERATE_CHUNK), so chunk boundaries are crossed
         ({"events": 30_000}, {}),
         ({"events": 40_000, "seed": 3}, {"subtask": 2, "parallelism": 3, "batch": 777}),
         # subtasks that see one kind only: persons, auctions, bids (50 = the default total proportion)
