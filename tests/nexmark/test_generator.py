@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import gc
 import math
 from collections import Counter
 
+import numpy as np
 import pytest
 from strom.connectors.base import SourceReaderContext
 from strom.connectors.nexmark import Auction, Bid, NexmarkConfig, NexmarkReader, NexmarkSource, Person
+from strom.connectors.nexmark.generator import EventBatchGenerator
 from strom.connectors.nexmark.strings import FIRST_NAMES, HOT_CHANNELS, LAST_NAMES, US_CITIES, US_STATES, string_pools
 
 N = 20_000
@@ -337,3 +340,20 @@ def assert_matches_spec(config: NexmarkConfig, *, subtask: int = 0, parallelism:
 )
 def test_every_event_is_the_specifications(fields, split):
     assert_matches_spec(NexmarkConfig(**fields), **split)
+
+
+def test_generating_leaves_the_collector_switched_as_it_was():
+    """The collector is paused while a batch is made (see EventBatchGenerator.generate), never left off."""
+    generator = EventBatchGenerator(NexmarkConfig(events=1000))
+    assert gc.isenabled()
+    generator.generate(np.arange(1000, dtype=np.int64))
+    assert gc.isenabled()
+    with pytest.raises(ValueError, match="could not convert"):  # fails half-way through the batch
+        generator.generate(np.array(["not an event number"]))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        generator.generate(np.arange(100, dtype=np.int64))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -117,6 +117,8 @@ class EventBatchGenerator:
         # walks the whole batch built so far and promotes it, and the promotions then trigger the older
         # generations' collections: about half the generator's CPU (measured). With the collector paused
         # for the batch, the first allocation after it runs one young collection over the batch instead.
+        # The switch is process-wide: other threads' garbage of those milliseconds is collected after them,
+        # and a generator that finds the collector off (another one's batch) leaves the switch alone.
         if not gc.isenabled():
             return self._generate(numbers)
         gc.disable()
