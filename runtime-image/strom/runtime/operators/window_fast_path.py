@@ -157,20 +157,22 @@ class AlignedWindowAggregator:
             self.backend.current_key = key
             op.emit_pane(key, window, [result])
 
-    def _panes(self, start: int) -> Any:
-        """(key, accumulator) of every pane of an open window: its dict's, or the cache's (evicted ones too)."""
+    def _panes(self, start: int, *, keys: bool = True) -> Any:
+        """(key, accumulator) of every pane of an open window: its dict's, or the cache's (evicted ones too;
+        `keys=False`: their keys are not needed)."""
         m = self.maps.get(start)
         if m is None:
             return ()
-        return m.items() if self.cache is None else self.cache.namespace_entries(self.windows[start])
+        return m.items() if self.cache is None else self.cache.namespace_entries(self.windows[start], keys=keys)
 
     def _fire_window(self, start: int) -> None:
-        panes = self._panes(start)
+        op = self.op
+        values_only = op.runner.kind is None and not self.is_aggregate
+        panes = self._panes(start, keys=not values_only)
         if not panes:
             return
         window = self.windows[start]
-        op = self.op
-        if op.runner.kind is None and not self.is_aggregate:
+        if values_only:
             # every pane's result is its accumulator
             before = len(op.out_values)
             op.out_values.extend([acc for _, acc in panes])

@@ -175,8 +175,9 @@ class NamespaceCache(InMemoryNamespaces, Protocol):
         """After a batch's `mark_written` calls: past the bound, write through and evict (never before every
         written key is marked: an unmarked entry would be evicted unwritten)."""
 
-    def namespace_entries(self, namespace: Any) -> Iterable[tuple[Any, Any]]:
-        """(key, value) of every entry of `namespace`, the evicted ones too (a window that fires)."""
+    def namespace_entries(self, namespace: Any, *, keys: bool = True) -> Iterable[tuple[Any, Any]]:
+        """(key, value) of every entry of `namespace`, the evicted ones too (a window that fires); `keys=False`:
+        the caller reads the values only (a key may then be None)."""
 
     def close(self) -> None:
         """Write every entry through to the backend and stop caching; the dicts are no longer live."""
