@@ -122,3 +122,35 @@ def test_int_and_str_keys_keep_their_on_disk_encoding():
     for key in [0, 1, -5, 255, 256, 65_535, 65_536, 2**31, 2**63, -(2**70), "", "a", "ü", "x__main__y"]:
         raw = pickle.dumps(key, 5)
         assert rk.key_part(key) == struct.pack(">I", len(raw)) + raw, key
+
+
+def test_bulk_state_keys_are_the_layouts_keys_with_flinks_key_groups():
+    """state_keys (a cache's bulk encoding, hashing directly) gives kg:u16 | middle | key part with the key group
+    of assign_to_key_group, for every key kind; a list key (no stable hash as such) goes by its frozen form."""
+    import struct
+
+    from strom.common.key_groups import KeyGroupAssigner, assign_to_key_group
+    from strom.runtime.state.rocksdb import keys as rk
+
+    middle = rk.name_part("v") + rk.namespace_part(None)
+    keys: list[Any] = [0, 7, -3, 2**40, "a", "ü", ("x", 1), 1.5, b"raw", None]
+    got = rk.state_keys(KeyGroupAssigner(MAX_P), middle, keys)
+    assert got == [struct.pack(">H", assign_to_key_group(k, MAX_P)) + middle + rk.key_part(k) for k in keys]
+    assigner = KeyGroupAssigner(MAX_P)
+    (listed,) = rk.state_keys(assigner, middle, [[1, 2]])
+    assert listed == struct.pack(">H", assigner.key_group([1, 2])) + middle + rk.key_part([1, 2])
+
+
+def test_bulk_dumps_loads_back_every_value_also_those_needing_cloudpickle():
+    from strom.runtime.state.rocksdb import keys as rk
+
+    class Local:  # defined in a function: plain pickle refuses it
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Local) and other.n == self.n
+
+    values: list[Any] = [1, "a", (1, 2.5), [3], Local(4), None]
+    assert [rk.loads(b) for b in rk.dumps_many(values)] == values
+    assert rk.dumps_many([1, "a"]) == [rk.dumps(1), rk.dumps("a")]

@@ -23,6 +23,7 @@ from typing import Any, cast
 
 import cloudpickle
 
+from strom.common.key_groups import KeyGroupAssigner, stable_hash
 from strom.datastream.windowing.windows import TimeWindow
 
 PROTOCOL = 5
@@ -52,6 +53,19 @@ def dumps(value: Any) -> bytes:
 
 loads = pickle.loads
 _pickle_dumps = pickle.dumps
+_DUMPS_ERRORS = (pickle.PicklingError, AttributeError, TypeError)
+
+
+def dumps_many(values: list[Any]) -> list[bytes]:
+    """`dumps` of each value, in bulk (hot path: a write-through's values): plain pickles, one search for
+    `__main__` over all of them, and `dumps` again only for those that need cloudpickle."""
+    try:
+        out = [_pickle_dumps(v, PROTOCOL) for v in values]
+    except _DUMPS_ERRORS:
+        return [dumps(v) for v in values]
+    if b"__main__" in b"".join(out):
+        out = [dumps(v) if b"__main__" in data else data for v, data in zip(values, out, strict=True)]
+    return out
 
 
 def key_group_prefix(key_group: int) -> bytes:
@@ -83,6 +97,25 @@ def key_part(key: Any) -> bytes:
     t = type(key)
     raw = _pickle_dumps(key, PROTOCOL) if t is int or (t is str and "__main__" not in key) else dumps(key)
     return _U32.pack(len(raw)) + raw
+
+
+_KG_PREFIXES: list[bytes] = []
+
+
+def state_keys(key_groups: KeyGroupAssigner, middle: bytes, keys: list[Any]) -> list[bytes]:
+    """The RocksDB keys of `keys` under `middle` (a state's name part and namespace part), in bulk (hot path: a
+    namespace cache's multi-get and write-through). The key group comes from the stable hash directly: on a large
+    key space the assigner's memo misses on nearly every key, and a miss costs it an exception and an insert; a key
+    the hash refuses goes through the assigner, whose error names the key selector."""
+    max_p = key_groups.max_parallelism
+    if len(_KG_PREFIXES) < max_p:
+        _KG_PREFIXES.extend(_U16.pack(kg) for kg in range(len(_KG_PREFIXES), max_p))
+    prefixes = _KG_PREFIXES
+    try:
+        return [prefixes[stable_hash(k) % max_p] + middle + key_part(k) for k in keys]
+    except TypeError:  # UnhashableKeyError, or a list key not yet frozen
+        key_group = key_groups.key_group
+        return [prefixes[key_group(k)] + middle + key_part(k) for k in keys]
 
 
 def seq_suffix(seq: int) -> bytes:

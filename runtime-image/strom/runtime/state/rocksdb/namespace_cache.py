@@ -123,10 +123,9 @@ class RocksDBNamespaceCache:
             return
         b = self.backend
         b.forget_values(self.table)  # a state object's held writes are newer than RocksDB
-        key_group = b.key_groups.key_group
         middle = self.table.name_part + rk.namespace_part(namespace)
-        kg_prefix, key_part, loads = rk.key_group_prefix, rk.key_part, rk.loads
-        encoded = [kg_prefix(key_group(k)) + middle + key_part(k) for k in missing]
+        loads = rk.loads
+        encoded = rk.state_keys(b.key_groups, middle, missing)
         found: list[bytes | None] = b.db.get(encoded)  # type: ignore[assignment,arg-type]  # a list of keys: of values
         known = self.encoded.get(namespace)
         if known is None:
@@ -204,9 +203,7 @@ class RocksDBNamespaceCache:
             return
         b = self.backend
         b.forget_values(self.table)  # a state object's held writes first: the cache's entries are newer
-        key_group = b.key_groups.key_group
         name = self.table.name_part
-        dumps, key_part, kg_prefix = rk.dumps, rk.key_part, rk.key_group_prefix
         encoded: dict[bytes, Any] = {}
         for ns, keys in self.dirty.items():
             m = self.maps.get(ns)
@@ -214,21 +211,28 @@ class RocksDBNamespaceCache:
                 continue
             middle = name + rk.namespace_part(ns)
             known = self.encoded.get(ns, {})
+            todo: list[Any] = []  # keys no fetch encoded
             for key in keys:
                 value = m.get(key, _NOTHING)
                 if value is not _NOTHING:  # the owner marks only what it wrote; a missing key was never cached
                     k = known.get(key)
                     if k is None:
-                        k = kg_prefix(key_group(key)) + middle + key_part(key)
-                    encoded[k] = value
+                        todo.append(key)
+                    else:
+                        encoded[k] = value
+            if todo:
+                for key, k in zip(todo, rk.state_keys(b.key_groups, middle, todo), strict=True):
+                    encoded[k] = m[key]
             keys.clear()
             self.written.add(ns)
         self.encoded.clear()
         # in key order: RocksDB's memtable takes sorted inserts ~10x faster than scattered ones (measured with
         # 100k changed keys of 1M: 1.6 us -> 0.14 us per entry; the sort costs ~0.5 us)
+        order = sorted(encoded)
         batch = WriteBatch(raw_mode=True)
-        for k in sorted(encoded):
-            batch.put(k, dumps(encoded[k]))
+        put = batch.put
+        for k, data in zip(order, rk.dumps_many([encoded[k] for k in order]), strict=True):
+            put(k, data)
         b.db.write(batch)
 
     def drop_if_empty(self, namespace: Any) -> None:
