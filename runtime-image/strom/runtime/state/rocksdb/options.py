@@ -42,7 +42,8 @@ NAMESPACE_CACHE_ENTRIES = option(
     "RocksDB (Strom): entries (open window panes, running values of a rolling reduce; roughly 100-200 bytes "
     "each) an operator subtask keeps in memory in front of RocksDB, written through before every snapshot: "
     "aligned windows with an incremental function and the rolling reduce run at heap speed while they fit; "
-    "past the bound the operator goes on per record through RocksDB for good. 0 disables the cache.",
+    "past the bound the oldest half is written through and evicted, and read back in one multi-get per batch "
+    "when needed. 0 disables the cache.",
     minimum=0,
 )
 
