@@ -182,25 +182,49 @@ def q4(events: DataStream) -> DataStream:
 
 
 class NewUsers(CoGroupFunction):
-    """q8 per (id = seller, 10 s window): the person, once, when they also opened an auction."""
+    """q8 per (id = seller, 10 s window): the person, once, when they also opened an auction. People arrive as
+    (id, name, date_time) and auctions as their seller (see q8)."""
 
-    def co_group(self, people: Iterable[Person], sold: Iterable[Auction]) -> Iterable[tuple[int, str, int]]:
-        if not any(True for _ in sold):
+    def co_group(
+        self, people: Iterable[tuple[int, str, int]], sellers: Iterable[int]
+    ) -> Iterable[tuple[int, str, int]]:
+        if not any(True for _ in sellers):
             return
         seen = set()
-        for p in people:
-            if (p.id, p.name) not in seen:
-                seen.add((p.id, p.name))
-                yield (p.id, p.name, p.date_time - p.date_time % Q8_WINDOW_MS)
+        for pid, name, date_time in people:
+            if (pid, name) not in seen:
+                seen.add((pid, name))
+                yield (pid, name, date_time - date_time % Q8_WINDOW_MS)
+
+
+def _person_columns(p: Person) -> tuple[int, str, int]:
+    return (p.id, p.name, p.date_time)
+
+
+def _seller(a: Auction) -> int:
+    return a.seller
+
+
+def _first(row: tuple[int, str, int]) -> int:
+    return row[0]
+
+
+def _itself(seller: int) -> int:
+    return seller
 
 
 def q8(events: DataStream) -> DataStream:
-    """Persons who opened an auction in the same 10 s tumbling window as they registered: (id, name, starttime)."""
+    """Persons who opened an auction in the same 10 s tumbling window as they registered: (id, name, starttime).
+
+    Both sides keep only the columns q8 reads before the co_group's exchange, as Flink's plan of the SQL query
+    does (its projections sit right after the source): a Person crosses processes and sits in window state as
+    three fields instead of eight, an Auction as its seller instead of ten fields (~20 bytes instead of ~480)."""
+    people = persons(events).map(_person_columns).name("person (id, name, dateTime)")
+    sellers = auctions(events).map(_seller).name("auction seller")
     return (
-        persons(events)
-        .co_group(auctions(events))
-        .where(lambda p: p.id)
-        .equal_to(lambda a: a.seller)
+        people.co_group(sellers)
+        .where(_first)
+        .equal_to(_itself)
         .window(TumblingEventTimeWindows.of(Time.milliseconds(Q8_WINDOW_MS)))
         .apply(NewUsers())
         .name("q8")
