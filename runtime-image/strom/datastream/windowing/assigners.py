@@ -94,6 +94,8 @@ def _positive(value: Size, what: str, owner: str) -> int:
 
 # -- tumbling ------------------------------------------------------------------------------------
 class _TumblingWindows(WindowAssigner):
+    _last: TimeWindow | None = None  # the window handed out last (see window_of)
+
     def __init__(self, size: int, offset: int) -> None:
         if abs(offset) >= size:
             raise ValueError(
@@ -102,6 +104,20 @@ class _TumblingWindows(WindowAssigner):
             )
         self.size = size
         self.offset = offset
+
+    # hot path: called per element
+    def window_of(self, time: int) -> list[Window]:
+        """The window containing `time`. Consecutive elements mostly fall in the same window: the last one is
+        handed out again (the same object, which spares window operators work keyed by the window)."""
+        last = self._last
+        if last is not None and last[0] <= time < last[1]:
+            return [last]
+        start = time - (time - self.offset) % self.size  # TimeWindow.get_window_start_with_offset
+        last = self._last = TimeWindow(start, start + self.size)
+        return [last]
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_last"}  # what it remembers is no part of it
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.size})"
@@ -118,8 +134,7 @@ class TumblingEventTimeWindows(_TumblingWindows):
     def assign_windows(self, element: Any, timestamp: int | None, context: Any) -> list[Window]:
         if timestamp is None:
             raise ValueError(_NO_TIMESTAMP)
-        start = TimeWindow.get_window_start_with_offset(timestamp, self.offset, self.size)
-        return [TimeWindow(start, start + self.size)]
+        return self.window_of(timestamp)
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
         return EventTimeTrigger()
@@ -137,9 +152,7 @@ class TumblingProcessingTimeWindows(_TumblingWindows):
         return TumblingProcessingTimeWindows(_positive(size, "size", owner), to_millis(offset, what="offset"))
 
     def assign_windows(self, element: Any, timestamp: int | None, context: Any) -> list[Window]:
-        now = context.get_current_processing_time()
-        start = TimeWindow.get_window_start_with_offset(now, self.offset, self.size)
-        return [TimeWindow(start, start + self.size)]
+        return self.window_of(context.get_current_processing_time())
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
         return ProcessingTimeTrigger()
@@ -272,6 +285,9 @@ class EventTimeSessionWindows(_SessionWindows):
     def assign_windows(self, element: Any, timestamp: int | None, context: Any) -> list[Window]:
         if timestamp is None:
             raise ValueError(_NO_TIMESTAMP)
+        gap = self.gap
+        if gap is not None:  # hot path: called per element
+            return [TimeWindow(timestamp, timestamp + gap)]
         return self._session(element, timestamp)
 
     def get_default_trigger(self, env: Any = None) -> Trigger:

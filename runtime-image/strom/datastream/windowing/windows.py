@@ -46,7 +46,7 @@ class TimeWindow(tuple, Window):
     end = property(itemgetter(1), doc="First timestamp after the window.")
 
     def max_timestamp(self) -> int:
-        return self.end - 1
+        return self[1] - 1  # end - 1 (without the property: called per record)
 
     def get_start(self) -> int:
         return self.start

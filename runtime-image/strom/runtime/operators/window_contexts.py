@@ -36,6 +36,7 @@ class WindowTriggerContext(Trigger.OnMergeContext):
 
     def __init__(self, operator: Any) -> None:
         self._op = operator
+        self._timers = operator.timer_service  # triggers register timers per element: one lookup less each
         self.window: Any = None
         self.merged_windows: list[Any] = []
 
@@ -48,17 +49,18 @@ class WindowTriggerContext(Trigger.OnMergeContext):
     def get_current_watermark(self) -> int:
         return self._op.current_watermark
 
+    # hot path: the timer methods are called per element by most triggers
     def register_processing_time_timer(self, time: int) -> None:
-        self._op.timer_service.register_processing_time_timer(self.window, int(time))
+        self._timers.register_processing_time_timer(self.window, int(time))
 
     def register_event_time_timer(self, time: int) -> None:
-        self._op.timer_service.register_event_time_timer(self.window, int(time))
+        self._timers.register_event_time_timer(self.window, int(time))
 
     def delete_processing_time_timer(self, time: int) -> None:
-        self._op.timer_service.delete_processing_time_timer(self.window, int(time))
+        self._timers.delete_processing_time_timer(self.window, int(time))
 
     def delete_event_time_timer(self, time: int) -> None:
-        self._op.timer_service.delete_event_time_timer(self.window, int(time))
+        self._timers.delete_event_time_timer(self.window, int(time))
 
     def get_partitioned_state(self, state_descriptor: StateDescriptor) -> Any:
         return bind_namespace(self._op.namespaced_state(state_descriptor), self.window)
@@ -77,10 +79,11 @@ class WindowTriggerContext(Trigger.OnMergeContext):
 class WindowAssignerContext(WindowAssigner.WindowAssignerContext):
     def __init__(self, operator: Any) -> None:
         self._op = operator
+        self._pts = operator.ctx.processing_time_service  # processing-time assigners ask per element
         self._runtime_context: Any = None
 
     def get_current_processing_time(self) -> int:
-        return self._op.ctx.processing_time_service.now()
+        return self._pts.now()
 
     def get_runtime_context(self) -> Any:
         if self._runtime_context is None:

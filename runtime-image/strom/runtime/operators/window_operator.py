@@ -28,10 +28,10 @@ from strom.datastream.state import (
 )
 from strom.datastream.windowing.assigners import MergingWindowAssigner
 from strom.datastream.windowing.evictors import TimestampedValue
-from strom.datastream.windowing.triggers import TriggerResult
+from strom.datastream.windowing.triggers import EventTimeTrigger, TriggerResult
 from strom.runtime.operators.base import StreamOperator
 from strom.runtime.operators.contexts import SideOutputBuffer
-from strom.runtime.operators.merging_window_set import MergingWindowSet
+from strom.runtime.operators.merging_window_set import MergingWindowSet, MergingWindowSets
 from strom.runtime.operators.window_contexts import (
     ProcessWindowContext,
     WindowAssignerContext,
@@ -45,6 +45,9 @@ from strom.runtime.state.api import VOID, StateAccessError
 
 WINDOW_CONTENTS = "window-contents"
 _CONTINUE = TriggerResult.CONTINUE
+_FIRE = TriggerResult.FIRE
+_NOT_BOUND = object()  # `_bound`: the window state may point anywhere
+_NO_WINDOWS: list[Any] = []  # the trigger context's merged windows outside on_merge (never appended to)
 MERGING_WINDOW_SET = "merging-window-set"
 
 NO_TIMESTAMP = (
@@ -95,10 +98,19 @@ class WindowOperator(StreamOperator):
         self.evictor_context = WindowEvictorContext(self)
         self.window_state = self.backend.create_namespaced_state(self._contents_descriptor())  # type: ignore[union-attr]
         self._merging_sets = (
-            self.backend.create_namespaced_state(ValueStateDescriptor(MERGING_WINDOW_SET))  # type: ignore[union-attr]
+            MergingWindowSets(
+                self.assigner,
+                self.backend,
+                self.backend.create_namespaced_state(ValueStateDescriptor(MERGING_WINDOW_SET)),  # type: ignore[union-attr]
+            )
             if self.merging
             else None
         )
+        # the window the window state was last bound to by the element path, while nothing else touched it
+        # since (a clear or merge may replace a window's map in a heap state table: then it is rebound)
+        self._bound: Any = _NOT_BOUND
+        # the built-in EventTimeTrigger (not a subclass): what it does per element is written out in the session path
+        self._event_time_trigger = type(self.trigger) is EventTimeTrigger and self.is_event_time
         restored_fast_timers = getattr(self, "_restored_fast_timers", None)
         live = AlignedWindowAggregator.live_namespaces(self) if AlignedWindowAggregator.applies(self) else None
         self.fast = (
@@ -109,6 +121,11 @@ class WindowOperator(StreamOperator):
 
     # -- snapshots: the fast path keeps its per-window timers outside the timer service ----------------
     def snapshot_state(self) -> dict[str, Any]:
+        """Runs before the keyed state is copied (as Flink's snapshotState before the backend's snapshot): the
+        session window sets changed since the last snapshot go to keyed state here."""
+        sets = getattr(self, "_merging_sets", None)
+        if sets is not None:
+            sets.write_changed()
         return {"fast_timers": list(self.fast.timers)} if self.fast is not None else {}
 
     def restore_state(self, parts: list[dict[str, Any]]) -> None:
@@ -165,18 +182,6 @@ class WindowOperator(StreamOperator):
         t = window.max_timestamp() + self.allowed_lateness
         return t if t < MAX_WATERMARK else MAX_WATERMARK
 
-    def _is_window_late(self, window: Any) -> bool:
-        return self.is_event_time and self.cleanup_time(window) <= self.current_watermark
-
-    def _register_cleanup_timer(self, window: Any) -> None:
-        t = self.cleanup_time(window)
-        if t == MAX_WATERMARK:
-            return  # a window that never ends (GlobalWindow) is never cleaned up
-        if self.is_event_time:
-            self.timer_service.register_event_time_timer(window, t)  # type: ignore[union-attr]
-        else:
-            self.timer_service.register_processing_time_timer(window, t)  # type: ignore[union-attr]
-
     def _delete_cleanup_timer(self, window: Any) -> None:
         t = self.cleanup_time(window)
         if t == MAX_WATERMARK:
@@ -230,126 +235,208 @@ class WindowOperator(StreamOperator):
         self.flush()
 
     def _process_generic(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any]) -> None:
+        # anything may have happened to the window state between batches (timers, snapshots): bind afresh
+        self._bound = _NOT_BOUND
+        if self.merging:
+            self._process_merging(values, timestamps, keys)
+        else:
+            self._process_windows(values, timestamps, keys)
+
+    def _process_windows(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any]) -> None:
+        """Non-merging windows: per element and window, Flink's WindowOperator.processElement."""
+        # hot path: the loop runs per record. Elements in a row mostly share their window object (assigners
+        # hand out the same window while time stays in it), so its binding and cleanup time are kept
         backend = self.backend
         assign = self.assigner.assign_windows
         actx = self.assigner_context
+        state, tctx, on_element = self.window_state, self.trigger_context, self.trigger.on_element
+        event_time = self.is_event_time
+        evicting = self.evictor is not None
+        timers = self.timer_service
+        register = timers.register_event_time_timer if event_time else timers.register_processing_time_timer  # type: ignore[union-attr]
+        cleanup_time = self.cleanup_time
+        watermark = self.current_watermark  # no watermark arrives within a batch
+        cleanup_window, cleanup_t = _NOT_BOUND, 0
         late_v: list[Any] = []
         late_t: list[Any] = []
         for i, value in enumerate(values):
             ts = timestamps[i] if timestamps is not None else None
-            if ts is None and self.is_event_time:
+            if ts is None and event_time:
                 raise self.no_timestamp_error()
             key = keys[i]
             backend.current_key = key  # type: ignore[union-attr]
-            windows = assign(value, ts, actx)
-            if self.merging:
-                skipped = self._add_to_merging_windows(key, value, ts, windows)
-            else:
-                skipped = self._add_to_windows(key, value, ts, windows)
+            skipped = True
+            for window in assign(value, ts, actx):
+                if window is not cleanup_window:
+                    cleanup_window, cleanup_t = window, cleanup_time(window)
+                if event_time and cleanup_t <= watermark:
+                    continue  # the window is gone
+                skipped = False
+                if window is not self._bound:
+                    bind_namespace(state, window)
+                    self._bound = window
+                state.add(TimestampedValue(value, ts) if evicting else value)  # evictors may change each copy
+                tctx.window = window
+                result = on_element(value, ts, window, tctx)
+                # most elements neither fire nor purge: one identity test instead of two enum-value reads
+                if result is not _CONTINUE and self._on_element_result(key, window, window, result, release=True):
+                    continue  # a fire of an empty pane: as Flink, no purge and no cleanup timer
+                if cleanup_t != MAX_WATERMARK:  # a window that never ends (GlobalWindow) is never cleaned up
+                    register(window, cleanup_t)
             # late: dropped from every window and behind the watermark by more than the lateness
-            if skipped and self.is_event_time and ts + self.allowed_lateness <= self.current_watermark:
+            if skipped and event_time and ts + self.allowed_lateness <= watermark:
                 late_v.append(value)
                 late_t.append(ts)
         if late_v:
             self.emit_late(late_v, late_t)
 
-    def _stored(self, value: Any, ts: int | None) -> Any:
-        return TimestampedValue(value, ts) if self.evictor is not None else value
+    def _on_element_result(self, key: Any, window: Any, state_window: Any, result: Any, *, release: bool) -> bool:
+        """A trigger said FIRE and/or PURGE for an element. True if the pane was empty (Flink then skips the
+        purge and the cleanup timer). `release`: a purged window's empty maps go (non-merging windows)."""
+        self._bound = _NOT_BOUND
+        state = self.window_state
+        if result.is_fire():
+            contents = self._contents()
+            if contents is None:
+                return True
+            self._fire(key, window, contents)
+        if result.is_purge():
+            bind_namespace(state, state_window)
+            state.clear()
+            if release:
+                self.release_namespace(window)
+        return False
+
+    def _process_merging(self, values: list[Any], timestamps: list[Any] | None, keys: list[Any]) -> None:
+        """Merging (session) windows: Flink's WindowOperator.processElement with a MergingWindowSet per key.
+
+        With the built-in EventTimeTrigger, its calls are written out here and in `_merge` (the same timer
+        registrations and deletions in the same order, less the repeats of one already made for the window)."""
+        # hot path: the loop runs per record
+        backend = self.backend
+        assign = self.assigner.assign_windows
+        actx = self.assigner_context
+        sets = self._merging_sets
+        sets_get, changed = sets.sets.get, sets.changed  # type: ignore[union-attr]
+        merge = self._merge
+        state, tctx, on_element = self.window_state, self.trigger_context, self.trigger.on_element
+        event_trigger = self._event_time_trigger
+        event_time = self.is_event_time
+        evicting = self.evictor is not None
+        timers = self.timer_service
+        register = timers.register_event_time_timer if event_time else timers.register_processing_time_timer  # type: ignore[union-attr]
+        lateness = self.allowed_lateness
+        watermark = self.current_watermark
+        late_v: list[Any] = []
+        late_t: list[Any] = []
+        for i, value in enumerate(values):
+            ts = timestamps[i] if timestamps is not None else None
+            if ts is None and event_time:
+                raise self.no_timestamp_error()
+            key = keys[i]
+            backend.current_key = key  # type: ignore[union-attr]
+            windows = assign(value, ts, actx)
+            mws = sets_get(key)
+            if mws is None:
+                mws = sets.of(key)  # type: ignore[union-attr]
+            changed.add(key)
+            skipped = True
+            for window in windows:
+                actual = mws.add_window(window, merge)
+                end = actual.max_timestamp()
+                t = end  # cleanup_time(actual)
+                if event_time:
+                    t += lateness
+                    if t >= MAX_WATERMARK:
+                        t = MAX_WATERMARK
+                    if t <= watermark:
+                        mws.retire_window(actual)
+                        continue
+                skipped = False
+                state_window = mws.mapping.get(actual)
+                if state_window is None:
+                    raise RuntimeError(f"window {actual!r} is not in the in-flight window set")
+                if state_window is not self._bound:
+                    bind_namespace(state, state_window)
+                    self._bound = state_window
+                state.add(TimestampedValue(value, ts) if evicting else value)
+                if event_trigger:  # EventTimeTrigger.on_element
+                    if end <= watermark:
+                        result = _FIRE  # a late element within the lateness fires the window at once
+                    else:
+                        register(actual, end)
+                        result = _CONTINUE
+                else:
+                    tctx.window = actual
+                    result = on_element(value, ts, actual, tctx)
+                if result is not _CONTINUE and self._on_element_result(
+                    key, actual, state_window, result, release=False
+                ):
+                    continue
+                if t != MAX_WATERMARK and not (event_trigger and t == end and result is _CONTINUE):
+                    register(actual, t)
+            if not mws.mapping:
+                sets.forget_if_empty(key, mws)  # type: ignore[union-attr]
+            if skipped and event_time and ts + lateness <= watermark:
+                late_v.append(value)
+                late_t.append(ts)
+        if late_v:
+            self.emit_late(late_v, late_t)
 
     def _contents(self) -> Any:
         """The pane's contents, or None when it has none (an empty list counts as none, as in Flink)."""
         contents = self.window_state.get()
         return None if contents is None or (isinstance(contents, list) and not contents) else contents
 
-    # hot path: called per record (generic path)
-    def _add_to_windows(self, key: Any, value: Any, ts: int | None, windows: Any) -> bool:
-        skipped = True
-        state, tctx, trigger = self.window_state, self.trigger_context, self.trigger
-        for window in windows:
-            if self.is_event_time and self._is_window_late(window):
-                continue
-            skipped = False
-            bind_namespace(state, window)
-            state.add(self._stored(value, ts))  # one TimestampedValue per window: evictors may change it
-            tctx.window = window
-            result = trigger.on_element(value, ts, window, tctx)
-            # most elements neither fire nor purge: one identity test instead of two enum-value reads
-            if result is not _CONTINUE:
-                if result.is_fire():
-                    contents = self._contents()
-                    if contents is None:
-                        continue
-                    self._fire(key, window, contents)
-                if result.is_purge():
-                    state.clear()
-                    self.release_namespace(window)
-            self._register_cleanup_timer(window)
-        return skipped
-
-    def _merging_set(self) -> MergingWindowSet:
-        mapping = self._merging_sets.value()  # type: ignore[union-attr]
-        return MergingWindowSet(self.assigner, dict(mapping) if mapping else {})
-
-    def _persist(self, mws: MergingWindowSet) -> None:
-        # stored as a tuple of (window, state window) pairs: an immutable value, which RocksDB's value cache keeps
-        # as an object (a dict would be unpickled on every record); `_merging_set` reads a dict (older snapshots)
-        # or pairs alike
-        mapping = mws.mapping
-        self._merging_sets.update(tuple(mapping.items()) if mapping else None)  # type: ignore[union-attr]
-
-    def _add_to_merging_windows(self, key: Any, value: Any, ts: int | None, windows: Any) -> bool:
-        skipped = True
-        state, tctx, trigger = self.window_state, self.trigger_context, self.trigger
-        mws = self._merging_set()
-        for window in windows:
-            actual = mws.add_window(window, self._merge)
-            if self._is_window_late(actual):
-                mws.retire_window(actual)
-                continue
-            skipped = False
-            state_window = mws.get_state_window(actual)
-            if state_window is None:
-                raise RuntimeError(f"window {actual!r} is not in the in-flight window set")
-            bind_namespace(state, state_window)
-            state.add(self._stored(value, ts))
-            tctx.window = actual
-            result = trigger.on_element(value, ts, actual, tctx)
-            if result.is_fire():
-                contents = self._contents()
-                if contents is None:
-                    continue
-                self._fire(key, actual, contents)
-            if result.is_purge():
-                state.clear()
-            self._register_cleanup_timer(actual)
-        self._persist(mws)
-        return skipped
-
+    # hot path: called per record of a session whose window grows (sessions merge with every element)
     def _merge(
         self, merge_result: Any, merged_windows: list[Any], state_window: Any, merged_state_windows: list[Any]
     ) -> None:
-        if self.is_event_time and merge_result.max_timestamp() + self.allowed_lateness <= self.current_watermark:
-            raise RuntimeError(
-                f"operator {self.ctx.operator_name!r}: the end timestamp of an event-time window cannot become "  # type: ignore[union-attr]
-                f"earlier than the current watermark by merging; current watermark: {self.current_watermark}, "
-                f"window: {merge_result!r}"
-            )
-        if not self.is_event_time and merge_result.max_timestamp() <= self.ctx.processing_time_service.now():  # type: ignore[union-attr]
+        end = merge_result.max_timestamp()
+        timers = self.timer_service
+        if self.is_event_time:
+            watermark = self.current_watermark
+            if end + self.allowed_lateness <= watermark:
+                raise RuntimeError(
+                    f"operator {self.ctx.operator_name!r}: the end timestamp of an event-time window cannot become "  # type: ignore[union-attr]
+                    f"earlier than the current watermark by merging; current watermark: {watermark}, "
+                    f"window: {merge_result!r}"
+                )
+            if self._event_time_trigger:
+                # EventTimeTrigger.on_merge, then per merged window its clear() and the cleanup timer's deletion
+                if end > watermark:
+                    timers.register_event_time_timer(merge_result, end)  # type: ignore[union-attr]
+                lateness = self.allowed_lateness
+                delete = timers.delete_event_time_timer  # type: ignore[union-attr]
+                for w in merged_windows:
+                    w_end = w.max_timestamp()
+                    delete(w, w_end)
+                    if lateness:
+                        self._delete_cleanup_timer(w)
+                self._merge_state(state_window, merged_state_windows)
+                return
+        elif end <= self.ctx.processing_time_service.now():  # type: ignore[union-attr]
             raise RuntimeError(
                 f"operator {self.ctx.operator_name!r}: the end timestamp of a processing-time window cannot become "  # type: ignore[union-attr]
                 f"earlier than the current processing time by merging; window: {merge_result!r}"
             )
-        tctx = self.trigger_context
+        tctx, trigger = self.trigger_context, self.trigger
         tctx.window = merge_result
         tctx.merged_windows = merged_windows
-        self.trigger.on_merge(merge_result, tctx)
-        tctx.merged_windows = []
+        trigger.on_merge(merge_result, tctx)
+        tctx.merged_windows = _NO_WINDOWS
+        delete_cleanup_timer = self._delete_cleanup_timer
         for w in merged_windows:
             tctx.window = w
-            self.trigger.clear(w, tctx)
-            self._delete_cleanup_timer(w)
-        bind_namespace(self.window_state, state_window)
-        self.window_state.merge_namespaces(state_window, merged_state_windows)
+            trigger.clear(w, tctx)
+            delete_cleanup_timer(w)
+        self._merge_state(state_window, merged_state_windows)
+
+    def _merge_state(self, state_window: Any, merged_state_windows: list[Any]) -> None:
+        if merged_state_windows:  # a window that only grew has no other state to take in
+            self._bound = _NOT_BOUND
+            bind_namespace(self.window_state, state_window)
+            self.window_state.merge_namespaces(state_window, merged_state_windows)
 
     def _fire(self, key: Any, window: Any, contents: Any) -> None:
         if self.evictor is None:
@@ -388,7 +475,7 @@ class WindowOperator(StreamOperator):
         tctx.window = window
         mws: MergingWindowSet | None = None
         if self.merging:
-            mws = self._merging_set()
+            mws = self._merging_sets.of(timer.key)  # type: ignore[union-attr]
             state_window = mws.get_state_window(window)
             if state_window is None:
                 # a trigger left a timer of a window that is gone; its state is already cleared
@@ -411,8 +498,6 @@ class WindowOperator(StreamOperator):
                 self.release_namespace(window)
         if self.is_event_time == event_time and timer.timestamp == self.cleanup_time(window):
             self._clear_all_state(window, state_window if mws is not None else window, mws)
-        if mws is not None:
-            self._persist(mws)
 
     def _clear_all_state(self, window: Any, state_window: Any, mws: MergingWindowSet | None) -> None:
         bind_namespace(self.window_state, state_window)
@@ -423,6 +508,9 @@ class WindowOperator(StreamOperator):
         self.runner.clear(window)
         if mws is not None:
             mws.retire_window(window)
+            key = self.backend.current_key  # type: ignore[union-attr]
+            self._merging_sets.changed.add(key)  # type: ignore[union-attr]
+            self._merging_sets.forget_if_empty(key, mws)  # type: ignore[union-attr]
         self.release_namespace(window)
         if state_window != window:
             self.release_namespace(state_window)

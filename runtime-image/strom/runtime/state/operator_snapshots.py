@@ -115,16 +115,17 @@ def restore_operator_state(
 def snapshot_operator(op: Any, *, checkpoint_id: int = 0, checkpoint_timestamp: int = 0) -> OperatorSnapshot:
     """Synchronous phase for one operator subtask (a StreamOperator after setup).
 
-    A CheckpointedFunction first writes its operator state (`snapshot_state(context)`), then
-    everything is copied."""
+    A CheckpointedFunction first writes its operator state (`snapshot_state(context)`) and the
+    operator's own hook runs (it may write keyed state, as Flink's snapshotState runs before the keyed
+    backend's snapshot), then everything is copied."""
     ctx = op.ctx
     fn = op.function
     if isinstance(fn, CheckpointedFunction):
         fn.snapshot_state(FunctionSnapshotContext(checkpoint_id, checkpoint_timestamp))
+    extra = op.snapshot_state() if isinstance(op, SnapshotStateHooks) else {}
     keyed: Any = None
     if op.backend is not None:
         keyed = op.backend.snapshot(op.timer_service, operator_uid=ctx.operator_uid)
-    extra = op.snapshot_state() if isinstance(op, SnapshotStateHooks) else {}
     return OperatorSnapshot(
         ctx.operator_uid,
         ctx.subtask_index,
