@@ -216,11 +216,20 @@ class _ListIndex:
                 values.pop(ek, None)
         if self.known:
             self.on_disk.update(self.pending)
-            if len(self.on_disk) > LIST_ON_DISK_MAX:
-                self.known = False
-                self.on_disk.clear()
+            self._bound()
         self.pending.clear()
         self.count = 0
+
+    def written(self, k: bytes) -> None:
+        """An element of list `k` went to RocksDB at once."""
+        if self.known:
+            self.on_disk.add(k)
+            self._bound()
+
+    def _bound(self) -> None:
+        if len(self.on_disk) > LIST_ON_DISK_MAX:
+            self.known = False  # from now on every read and clear of this table scans RocksDB
+            self.on_disk.clear()
 
     def may_be_on_disk(self, k: bytes) -> bool:
         return not self.known or k in self.on_disk
@@ -276,8 +285,7 @@ class RocksDBListState(_Multi, ListState[Any]):
         ek = k + self.backend.take_seq()
         if not is_immutable(value):
             self.backend.db.put(ek, _dumps(value))  # a copy now: the caller may change the object later
-            if index.known:
-                index.on_disk.add(k)
+            index.written(k)
             return
         table = self.table
         table.values[ek] = value
@@ -340,8 +348,7 @@ class RocksDBListState(_Multi, ListState[Any]):
             for v in merged:
                 batch.put(base + self.backend.take_seq(), v)
             db.write(batch)
-            if index.known:
-                index.on_disk.add(base)
+            index.written(base)
 
 
 class RocksDBReducingState(_RocksDBState, ReducingState[Any]):
