@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.progress import step
+
 
 def measure(events: int, parallelism: int, poll: int) -> float:
     """Events per CPU-second of polling every event of `parallelism` subtasks, in this process."""
@@ -63,11 +65,14 @@ def main() -> None:
     args = parser.parse_args()
     trees: list[tuple[str, Path | None]] = [("this", None)]
     if args.against is not None:
+        if not (args.against / "runtime-image" / "strom").is_dir():
+            raise SystemExit(f"--against {args.against}: no runtime-image/strom there; give a tree of this repository")
         trees.append((str(args.against), args.against.resolve()))
     rates: dict[str, list[float]] = {name: [] for name, _ in trees}
-    for _ in range(args.repeat):
+    for run in range(args.repeat):
         for name, tree in trees:
-            rates[name].append(run_in(tree, args))
+            with step(f"generator of {name}, run {run + 1} of {args.repeat}"):
+                rates[name].append(run_in(tree, args))
     print(f"events={args.events:,} parallelism={args.parallelism} poll={args.poll}; load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     first = statistics.median(rates["this"])
