@@ -4,6 +4,11 @@ A timer is registered at most once per (key, namespace, timestamp) (de-duplicate
 in Flink). Event-time timers fire when the watermark reaches them, in timestamp order,
 with their key set as the current key; the operator forwards the watermark only after.
 Processing-time timers are scheduled on the task's processing-time service.
+
+The live timers are a set; a heap orders them for firing. A deleted timer stays in the heap
+until popped (removing it would cost more), and an event-time timer enters the heap only when
+the watermark next moves, so a timer deleted before that (a session window's timer moves
+with every element of the session) never costs a push and a pop.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from strom.common.time import MIN_WATERMARK
+
+_NEW_TIMERS_MAX = 65_536  # event-time timers registered between two watermarks before the heap takes them
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +46,7 @@ class InternalTimerService:
         self._pts = processing_time_service
         self._event_heap: list[tuple[int, int, Any, Any]] = []
         self._event_set: set[tuple[int, Any, Any]] = set()
+        self._event_new: list[tuple[int, Any, Any]] = []  # registered since the heap was last filled
         self._proc_heap: list[tuple[int, int, Any, Any]] = []
         self._proc_set: set[tuple[int, Any, Any]] = set()
         self._seq = itertools.count()
@@ -46,11 +54,27 @@ class InternalTimerService:
         self.current_watermark = MIN_WATERMARK
 
     # -- registration (for the current key) ----------------------------------------------------
+    # hot path: called per record by most window triggers
     def register_event_time_timer(self, namespace: Any, timestamp: int) -> None:
         entry = (timestamp, self.backend.current_key, namespace)
         if entry not in self._event_set:
             self._event_set.add(entry)
-            heapq.heappush(self._event_heap, (timestamp, next(self._seq), entry[1], namespace))
+            new = self._event_new
+            new.append(entry)
+            if len(new) >= _NEW_TIMERS_MAX:  # without watermarks for long: keep the list short
+                self._fill_event_heap()
+
+    def _fill_event_heap(self) -> None:
+        """Timers registered since the last call into the heap, in registration order (the heap's order
+        among equal timestamps), less those deleted since."""
+        new = self._event_new
+        if new:
+            heap, live, seq = self._event_heap, self._event_set, self._seq
+            push = heapq.heappush
+            for entry in new:
+                if entry in live:
+                    push(heap, (entry[0], next(seq), entry[1], entry[2]))
+            new.clear()
 
     def delete_event_time_timer(self, namespace: Any, timestamp: int) -> None:
         self._event_set.discard((timestamp, self.backend.current_key, namespace))
@@ -71,8 +95,12 @@ class InternalTimerService:
     # -- firing ---------------------------------------------------------------------------------
     def advance_watermark(self, watermark: int) -> None:
         self.current_watermark = watermark
-        heap, live, backend = self._event_heap, self._event_set, self.backend
-        while heap and heap[0][0] <= watermark:
+        heap, live, backend, new = self._event_heap, self._event_set, self.backend, self._event_new
+        while True:
+            if new:  # also timers that firing ones registered: those now due fire in this pass, as in Flink
+                self._fill_event_heap()
+            if not heap or heap[0][0] > watermark:
+                break
             ts, _, key, ns = heapq.heappop(heap)
             entry = (ts, key, ns)
             if entry not in live:
