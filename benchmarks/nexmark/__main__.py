@@ -5,6 +5,7 @@ peak RSS per query, with same-run baselines: the generator alone, and the query'
     python -m benchmarks.nexmark --all --events 1000000
     python -m benchmarks.nexmark --query q5 --events 200000 --state-backend rocksdb
     python -m benchmarks.nexmark --conditions flink [--query q5] [--events 1000000 | --full] [--repeat 3]
+    python -m benchmarks.nexmark --heap-vs-rocksdb [--query q8] [--events 1000000] [--repeat 3]
 
 With --checkpoint-interval the query runs twice, without and with checkpoints (file://), and the
 overhead is printed. `--conditions flink` runs every query (or --query) on the local cluster as Flink's
@@ -236,8 +237,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--conditions", choices=["flink"], help="flink: the cluster, parallelism 2, RocksDB, incremental "
                     "exactly-once checkpoints every 3 min (or --checkpoint-interval), every query or --query; "
                     "next to in-process heap figures and Flink's per-core figures")
+    ap.add_argument("--heap-vs-rocksdb", action="store_true", help="every stateful query (or --query) in-process "
+                    "on heap and on RocksDB state, alternating, and the ratio (see benchmarks/nexmark/backends.py)")
     ap.add_argument("--full", action="store_true", help=f"with --conditions: {FULL_EVENTS:,} events")
-    ap.add_argument("--repeat", type=int, default=1, help="with --conditions: runs per query (median and spread)")
+    ap.add_argument("--repeat", type=int, default=1, help="with --conditions (default 1) or "
+                    "--heap-vs-rocksdb (default 3): runs per query (median and spread)")
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--parallelism", type=int, default=1)
     ap.add_argument("--rate", type=float, default=0, help="emitted events/s over all subtasks (0: unthrottled)")
@@ -254,6 +258,13 @@ def main(argv: list[str] | None = None) -> None:
         if "--events" not in (argv if argv is not None else sys.argv):
             args.events = CONDITIONS_EVENTS
         run_flink_conditions(args)
+        return
+    if args.heap_vs_rocksdb:
+        from benchmarks.nexmark.backends import run_heap_vs_rocksdb
+
+        if args.repeat == 1 and "--repeat" not in (argv if argv is not None else sys.argv):
+            args.repeat = 3
+        run_heap_vs_rocksdb([args.query] if args.query else list(QUERIES), args.events, args.repeat)
         return
     if not (args.all or args.query):
         ap.error("one of --query, --all or --conditions is required")
