@@ -243,7 +243,8 @@ class AlignedWindowAggregator:
             timestamps = [self.op.ctx.processing_time_service.now()] * len(values)
         cache = self.cache
         try:
-            panes = self._panes_by_window(keys, timestamps) if cache is not None else None
+            # nothing to fetch or mark while every window's panes are in memory only (within the bound, no snapshot)
+            panes = self._panes_by_window(keys, timestamps) if cache is not None and cache.tracking() else None
             if panes:
                 windows = self.windows
                 for start, pane_keys in panes.items():
@@ -260,11 +261,12 @@ class AlignedWindowAggregator:
             if any(t is None for t in timestamps):
                 raise self.op.no_timestamp_error() from None
             raise
-        if panes:
-            windows = self.windows
-            for start, pane_keys in panes.items():
-                cache.mark_written(windows[start], pane_keys)  # type: ignore[union-attr]
-            cache.trim()  # type: ignore[union-attr]  # after every mark: eviction writes the marked entries
+        if cache is not None:
+            if panes:
+                windows = self.windows
+                for start, pane_keys in panes.items():
+                    cache.mark_written(windows[start], pane_keys)
+            cache.trim()  # after every mark: eviction writes the marked entries
         if late:
             self.op.emit_late([v for v, _ in late], [t for _, t in late])
 

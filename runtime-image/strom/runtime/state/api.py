@@ -163,6 +163,10 @@ class NamespaceCache(InMemoryNamespaces, Protocol):
     def over_limit(self) -> bool:
         """More entries in memory than the bound that the owner must handle (a cache that evicts: never)."""
 
+    def tracking(self) -> bool:
+        """Whether a batch must be told (`fetch_missing`, `mark_written`); False while every entry is in memory
+        only (the owner may skip both; `trim` is still due after every batch)."""
+
     def fetch_missing(self, namespace: Any, keys: list[Any]) -> None:
         """Before a batch: bring the keys' entries that were evicted back into the namespace's dict (a key
         still missing after it has no value)."""
