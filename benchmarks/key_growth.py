@@ -305,9 +305,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"measured events={args.events:,} (uniform keys; the reduce after a warm-up inserting every key), "
           f"parallelism 1, checkpoints every {args.interval_ms} ms (incremental on RocksDB), {extra}; "
           f"{args.repeat} run(s): median [min-max]")
-    print(f"{'pipeline':<8}{'backend':<9}{'keys':>11}{'ev/CPU-s':>26}{'vs 1st':>8}{'warm-up/CPU-s':>14}"
+    print(f"{'pipeline':<8}{'backend':<9}{'keys':>11} {'ev/CPU-s':>29}{'vs 1st':>8}{'warm-up/CPU-s':>14}"
           f"{'outputs':>11}{'chk':>5}{'chk ms':>8}{'chk MB':>8}{'RSS MB':>8}"
-          + (f"{'floor':>12}{'vs 1st':>8}{'engine/floor':>13}" if args.floor else ""))
+          +  (f"{'floor':>12}{'vs 1st':>8}{'engine/floor':>13}" if args.floor else ""))
     floor_base: dict[str, float] = {}
     base: dict[tuple[str, str], float] = {}
     for r, rates in rows:
@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> None:
         spread = f"{rate:,.0f} [{min(rates):,.0f}-{max(rates):,.0f}]"
         chk_ms = "-" if r["checkpoint_ms"] is None else f"{r['checkpoint_ms']:,.0f}"
         warm = "-" if r["warmup_per_cpu_s"] is None else f"{r['warmup_per_cpu_s']:,.0f}"
-        print(f"{r['pipeline']:<8}{r['backend']:<9}{r['keys']:>11,}{spread:>26}{ratio:>8.2f}{warm:>14}"
+        print(f"{r['pipeline']:<8}{r['backend']:<9}{r['keys']:>11,} {spread:>29}{ratio:>8.2f}{warm:>14}"
               f"{r['outputs']:>11,}{r['checkpoints']:>5}{chk_ms:>8}{_mb(r['checkpoint_bytes']):>8}"
               f"{r['peak_rss_mb']:>8,.0f}" + _floor_cells(r, rate, floor_base))
 
