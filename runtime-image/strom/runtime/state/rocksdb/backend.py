@@ -64,8 +64,8 @@ class RocksDBTable:
         self.cleanup_cursor: bytes | None = None  # the next RocksDB key the TTL cleanup looks at
         self.cleanup_pending = 0  # entries the TTL cleanup owes (it runs in batches)
         self.cache: RocksDBNamespaceCache | None = None  # namespaces kept in memory (see namespace_cache)
-        # value state: RocksDB key -> the immutable object last written or read there (None: no value), and the
-        # keys whose cached value RocksDB does not have yet (see rocksdb.states)
+        # value state: RocksDB key -> the object last written or read there (None: no value; rs.Flat, rs.Pickled: a
+        # mutable one's copy or pickle), and the keys whose cached value RocksDB does not have yet (see rocksdb.states)
         self.values: dict[bytes, Any] = {}
         self.dirty: set[bytes] = set()
 
@@ -135,6 +135,8 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
                     rk.key_group_prefix(self.key_groups.key_group(key)), rk.key_part(key)
                 )
             self.kg_bytes, self.key_bytes = encoded
+        elif t is tuple and (encoded := rk.tuple_key_parts(key, self.key_groups.max_parallelism)) is not None:
+            self.kg_bytes, self.key_bytes = encoded  # not remembered: composite keys are mostly new (q18)
         else:
             self.kg_bytes = rk.key_group_prefix(self.key_groups.key_group(key))
             self.key_bytes = rk.key_part(key)
@@ -194,7 +196,8 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
             if v is None:
                 batch.delete(k)
             else:
-                batch.put(k, rk.dumps(v))
+                t = type(v)
+                batch.put(k, v.data if t is rs.Pickled else rk.dumps(v.obj if t is rs.Flat else v))
         self.db.write(batch)
         dirty.clear()
 

@@ -23,7 +23,7 @@ from typing import Any, cast
 
 import cloudpickle
 
-from strom.common.key_groups import KeyGroupAssigner, stable_hash
+from strom.common.key_groups import KeyGroupAssigner, int_str_tuple_hash, stable_hash
 from strom.datastream.windowing.windows import TimeWindow
 
 PROTOCOL = 5
@@ -102,15 +102,33 @@ def key_part(key: Any) -> bytes:
 _KG_PREFIXES: list[bytes] = []
 
 
+def _kg_prefixes(max_parallelism: int) -> list[bytes]:
+    """key group -> its 2 bytes, for every key group below `max_parallelism`."""
+    if len(_KG_PREFIXES) < max_parallelism:
+        _KG_PREFIXES.extend(_U16.pack(kg) for kg in range(len(_KG_PREFIXES), max_parallelism))
+    return _KG_PREFIXES
+
+
+def tuple_key_parts(key: tuple[Any, ...], max_parallelism: int) -> tuple[bytes, bytes] | None:
+    """(key group prefix, key part) of a tuple key of ints and strs, the bytes `key_group_prefix` and `key_part`
+    give, by the short paths (hot path: a composite key per record, mostly new ones in q18); None for other
+    tuples."""
+    h = int_str_tuple_hash(key)
+    if h is None:
+        return None
+    raw = _pickle_dumps(key, PROTOCOL)  # ints and strs pickle plainly
+    if b"__main__" in raw:
+        raw = dumps(key)
+    return _kg_prefixes(max_parallelism)[h % max_parallelism], _U32.pack(len(raw)) + raw
+
+
 def state_keys(key_groups: KeyGroupAssigner, middle: bytes, keys: list[Any]) -> list[bytes]:
     """The RocksDB keys of `keys` under `middle` (a state's name part and namespace part), in bulk (hot path: a
     namespace cache's multi-get and write-through). The key group comes from the stable hash directly: on a large
     key space the assigner's memo misses on nearly every key, and a miss costs it an exception and an insert; a key
     the hash refuses goes through the assigner, whose error names the key selector."""
     max_p = key_groups.max_parallelism
-    if len(_KG_PREFIXES) < max_p:
-        _KG_PREFIXES.extend(_U16.pack(kg) for kg in range(len(_KG_PREFIXES), max_p))
-    prefixes = _KG_PREFIXES
+    prefixes = _kg_prefixes(max_p)
     try:
         return [prefixes[stable_hash(k) % max_p] + middle + key_part(k) for k in keys]
     except TypeError:  # UnhashableKeyError, or a list key not yet frozen

@@ -31,14 +31,57 @@ _dumps, _loads = rk.dumps, rk.loads
 
 # Value-state cache: a value state reads the same key's value again and again (q4 reads an auction per bid:
 # 35% of its CPU went to RocksDB gets and unpickling) and often rewrites it before any snapshot. The table keeps,
-# per RocksDB key, the object last written or read (None: no value), only for immutable values: returning the
-# cached object is then the same as returning a fresh copy, as RocksDB reads must. Writes of immutable values
+# per RocksDB key, the object last written or read (None: no value) if immutable: returning the cached object is
+# then the same as returning a fresh copy, as RocksDB reads must; a mutable value is kept as a copy that a shallow
+# copy copies in full (`Flat`: a list of tuples), else as its pickle (`Pickled`), and every read copies it. Writes
 # stay in the cache (`table.dirty`) until the backend writes them through: before every snapshot and every read
 # that scans RocksDB (`backend.write_through_caches`), before another writer of the table's keys (restore, TTL
 # cleanup, a namespace cache: `backend.forget_values`), and when the cache passes VALUE_CACHE_ENTRIES.
 VALUE_CACHE_ENTRIES = 100_000
 _SCALARS = frozenset({int, float, str, bytes, bool, type(None), complex})
 _immutable_tuple_types: dict[type, bool] = {tuple: True, TimeWindow: True}  # TimeWindow: a tuple, no attributes
+
+
+class Pickled:
+    """A mutable value in the value cache, as its pickle: each read unpickles a fresh copy (RocksDB's semantics: a
+    change to the object read is not stored until update()), and neither a read nor a write asks RocksDB (q19 keeps a
+    list per auction, read per bid: a get, a put and their pickling were half its samples). Written through as is."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
+class Flat:
+    """A list, set or dict of immutable objects in the value cache, as a copy: a shallow copy of it is a full copy
+    (q19 keeps 10 (price, time, Bid) per auction, read per bid: unpickling them cost as much as the get)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+
+_FLAT_TYPES = (list, set, frozenset, dict)
+
+
+def _held(value: Any, raw: bytes | None, old: Any = None) -> Flat | Pickled:
+    """How the value cache holds a mutable value: a copy that a shallow copy copies in full, else its pickle
+    (`raw`, when read from RocksDB). An element of `old` (the key's cached value), the same object, is known
+    immutable: old keeps it alive, so no other object has its id (q19 changes one of 10 elements per update)."""
+    t = type(value)
+    if t is dict:
+        if all(map(is_immutable, value)) and all(map(is_immutable, value.values())):
+            return Flat(value.copy())
+    elif t in _FLAT_TYPES:
+        items = value
+        if type(old) is Flat:
+            known = set(map(id, old.obj))
+            items = [x for x in value if id(x) not in known]
+        if all(map(is_immutable, items)):
+            return Flat(value.copy())
+    return Pickled(_dumps(value) if raw is None else raw)
 
 
 def is_immutable(value: Any) -> bool:
@@ -111,25 +154,22 @@ class _RocksDBState:
         table = self.table
         v = table.values.get(k, _MISSING)
         if v is not _MISSING:
-            return v
+            t = type(v)
+            if t is Flat:
+                return v.obj.copy()
+            return _loads(v.data) if t is Pickled else v
         raw = self.backend.db.get(k)
         if raw is None:
             _remember(self.backend, table, k, None)  # absent: the next read of this key asks RocksDB no more
             return None
         v = _loads(raw)
-        if is_immutable(v):
-            _remember(self.backend, table, k, v)
+        _remember(self.backend, table, k, v if is_immutable(v) else _held(v, raw))
         return v
 
     def _write(self, k: bytes, value: Any) -> None:
         table = self.table
-        if is_immutable(value):
-            _remember(self.backend, table, k, value)
-            table.dirty.add(k)
-        else:
-            table.values.pop(k, None)
-            table.dirty.discard(k)
-            self.backend.db.put(k, _dumps(value))
+        _remember(self.backend, table, k, value if is_immutable(value) else _held(value, None, table.values.get(k)))
+        table.dirty.add(k)
 
     def _delete(self, k: bytes) -> None:
         _remember(self.backend, self.table, k, None)
