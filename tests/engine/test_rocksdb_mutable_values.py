@@ -220,3 +220,17 @@ def test_tuple_keys_encode_to_the_bytes_of_the_general_path(key: tuple[Any, ...]
         assert rk.tuple_key_parts(key, MAX_P) in (None, (be.kg_bytes, be.key_bytes))
     finally:
         be.close()
+
+
+def test_remembered_tuple_key_encodings_are_never_those_of_an_equal_key_of_other_item_types() -> None:
+    """(1, 2), (True, 2) and (1.0, 2) are equal keys of a dict but pickle differently: each keeps its own bytes,
+    whichever came first."""
+    keys = [(1, 2), (True, 2), (1.0, 2), (1, 2), ("a", 1), (1.0, 2), (True, 2), (2**64, 1), (2**64, 1)]
+    be = make_backend("rocksdb")
+    try:
+        for key in keys:
+            be.set_current_key(key)
+            be.refresh_key()
+            assert (be.kg_bytes, be.key_bytes) == (rk.key_group_prefix(stable_hash(key) % MAX_P), rk.key_part(key))
+    finally:
+        be.close()

@@ -136,7 +136,8 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
                 )
             self.kg_bytes, self.key_bytes = encoded
         elif t is tuple and (encoded := rk.tuple_key_parts(key, self.key_groups.max_parallelism)) is not None:
-            self.kg_bytes, self.key_bytes = encoded  # not remembered: composite keys are mostly new (q18)
+            # not remembered: on q18 (146k keys in 460k bids, past the memo's bound) it measured no faster
+            self.kg_bytes, self.key_bytes = encoded
         else:
             self.kg_bytes = rk.key_group_prefix(self.key_groups.key_group(key))
             self.key_bytes = rk.key_part(key)
