@@ -166,6 +166,7 @@ def run_flink_conditions(args: argparse.Namespace) -> None:
     config = NexmarkConfig(events=events, rate=args.rate, event_rate=args.event_rate)
     rows = []
     load_before = _load_average()
+    speed_before = cpu_speed()
     cluster = start_cluster(args.parallelism)
     try:
         for query in queries:
@@ -201,7 +202,9 @@ def run_flink_conditions(args: argparse.Namespace) -> None:
           f"query first ran twice untimed on {WARMUP_EVENTS:,} events (the first loads its code into the slot "
           f"processes: 'warm-up s'); 'fixed' = the second's CPU (what every job pays: deployment, start, end) as a "
           f"share of a timed run's CPU, which includes it. Load average (1/5/15 min) before {load_before}, after "
-          f"{_load_average()} on {os.cpu_count()} CPUs: other processes competing for the cores inflate CPU time")
+          f"{_load_average()} on {os.cpu_count()} CPUs: other processes competing for the cores inflate CPU time. "
+          f"CPU speed check (a fixed pure-Python loop, M iterations per CPU-second) before {speed_before:.1f}, after "
+          f"{cpu_speed():.1f}: a shared host's speed moves by 2x and more over an hour, and every figure with it")
     print(f"{'query':<6}{'cluster ev/CPU-s':>26}{'Flink/core':>12}{'cluster/Flink':>15}{'heap in-process ev/CPU-s':>32}"
           f"{'heap/cluster':>14}{'warm-up s':>11}{'fixed':>8}{'checkpoints':>13}  outputs")
     for query, cluster_rates, heap_rates, checkpoints, outputs, warm, fixed_share in rows:
@@ -215,6 +218,20 @@ def run_flink_conditions(args: argparse.Namespace) -> None:
     if any(row[-1] > FIXED_SHARE_LIMIT for row in rows):
         print(f"! the fixed per-job cost is over {FIXED_SHARE_LIMIT:.0%} of that query's run: more --events for its "
               "steady state")
+
+
+def cpu_speed(iterations: int = 3_000_000) -> float:
+    """Millions of iterations per CPU-second of a fixed pure-Python loop (sum of ints), best of three: this
+    machine's speed right now, printed with the figures (on a shared virtual machine it moves with the host's
+    load even when this machine's load average is low)."""
+    best = 0.0
+    for _ in range(3):
+        start = time.process_time()
+        total = 0
+        for i in range(iterations):
+            total += i
+        best = max(best, iterations / (time.process_time() - start) / 1e6)
+    return best
 
 
 def _load_average() -> str:
