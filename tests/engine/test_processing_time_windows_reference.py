@@ -20,22 +20,13 @@ from strom.common.time import MAX_WATERMARK
 from strom.datastream import AggregateFunction, ProcessWindowFunction, StreamExecutionEnvironment
 from strom.datastream.window import Trigger, TriggerResult, TumblingProcessingTimeWindows
 from strom.runtime.metrics import MetricGroup
-from strom.runtime.operators.base import OperatorContext, Output
+from strom.runtime.operators.base import OperatorContext
 from strom.runtime.operators.window_operator import WindowOperator
 from strom.runtime.tasks.processing_time import ManualClock, ProcessingTimeService
 
+from tests.state_contract.test_windows import Collect  # the operator tests' output that keeps what it is given
+
 SIZE = 1000
-
-
-class Collect(Output):
-    def __init__(self) -> None:
-        self.records: list[Any] = []
-
-    def collect(self, values: Any, timestamps: Any) -> None:
-        self.records += list(values)
-
-    def emit_watermark(self, timestamp: int) -> None:
-        pass
 
 
 class Count(AggregateFunction):
