@@ -22,7 +22,7 @@ from typing import Any
 
 from rocksdict import Rdict, ReadOptions, WriteBatch
 
-from strom.common.key_groups import KeyGroupRange
+from strom.common.key_groups import KeyGroupRange, int_str_tuple_hash
 from strom.datastream.state import StateTtlConfig
 from strom.runtime.state import api
 from strom.runtime.state.abstract_backend import AbstractKeyedStateBackend
@@ -54,9 +54,11 @@ class RocksDBTable:
     Named like the heap's StateTable because operators treat both alike (`table.kind`,
     `drop_namespace_if_empty`); the entries themselves are in RocksDB."""
 
-    __slots__ = ("name", "kind", "ttl", "name_part", "cleanup_cursor", "cleanup_pending", "cache", "values", "dirty")
+    __slots__ = (
+        "name", "kind", "ttl", "name_part", "cleanup_cursor", "cleanup_pending", "cache", "values", "dirty", "complete"
+    )
 
-    def __init__(self, name: str, kind: str, ttl: bool = False) -> None:
+    def __init__(self, name: str, kind: str, ttl: bool = False, complete: bool = False) -> None:
         self.name = name
         self.kind = kind
         self.ttl = ttl
@@ -68,6 +70,10 @@ class RocksDBTable:
         # mutable one's copy or pickle), and the keys whose cached value RocksDB does not have yet (see rocksdb.states)
         self.values: dict[bytes, Any] = {}
         self.dirty: set[bytes] = set()
+        # the value cache holds every entry of the table there is: a key it lacks has no value, in RocksDB either
+        # (q18: most bids bring a new (bidder, auction) key, and its get found nothing). True for a table declared on
+        # a backend that restored nothing; false for good once the cache drops anything (`forget_values`, the bound)
+        self.complete = complete
 
     def drop_namespace_if_empty(self, namespace: Any) -> None:
         """RocksDB holds no empty containers; a namespace cache forgets the namespace's dict."""
@@ -114,6 +120,10 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
         self.kg_bytes = b""
         self.key_bytes = b""
         self._encoded_keys: dict[tuple[type, Any], tuple[bytes, bytes]] = {}
+        self._kg_prefixes = rk.key_group_prefixes(max_parallelism)
+        # no restore has written RocksDB (see RocksDBTable.complete); false for good at the first `forget_values()`,
+        # which every restore path calls before it writes
+        self.restored_nothing = True
         # list elements are keyed by a sequence number, so they iterate in append order
         self.next_seq = 1
         # incremental checkpoints: local SST file name -> its uploaded copy (see rocksdb.snapshots)
@@ -135,9 +145,11 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
                     rk.key_group_prefix(self.key_groups.key_group(key)), rk.key_part(key)
                 )
             self.kg_bytes, self.key_bytes = encoded
-        elif t is tuple and (encoded := rk.tuple_key_parts(key, self.key_groups.max_parallelism)) is not None:
-            # not remembered: on q18 (146k keys in 460k bids, past the memo's bound) it measured no faster
-            self.kg_bytes, self.key_bytes = encoded
+        elif t is tuple and (h := int_str_tuple_hash(key)) is not None:
+            # a composite key of ints and strs: the key group from one hash, without the assigner's memo (q18: mostly
+            # new keys, a miss each); not remembered either (146k keys in q18's 460k bids, past the memo's bound)
+            self.kg_bytes = self._kg_prefixes[h % self.key_groups.max_parallelism]
+            self.key_bytes = rk.int_str_tuple_key_part(key)
         else:
             self.kg_bytes = rk.key_group_prefix(self.key_groups.key_group(key))
             self.key_bytes = rk.key_part(key)
@@ -153,7 +165,7 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
 
     # -- states -------------------------------------------------------------------------------------
     def new_table(self, name: str, kind: str, ttl: bool) -> RocksDBTable:
-        return RocksDBTable(name, kind, ttl)
+        return RocksDBTable(name, kind, ttl, complete=self.restored_nothing)
 
     def state_class(self, kind: str) -> Any:
         return _STATE_CLASSES[kind]
@@ -205,9 +217,12 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
     def forget_values(self, table: RocksDBTable | None = None) -> None:
         """Write through and drop the value-state caches (of `table`, or all): RocksDB is about to be written
         by another path (restore, TTL cleanup, a namespace cache), and the caches follow only their own writes."""
+        if table is None:
+            self.restored_nothing = False
         for t in self.tables.values() if table is None else (table,):
             self.write_values(t)
             t.values.clear()
+            t.complete = False
 
     # -- scans --------------------------------------------------------------------------------------
     def scan(self, prefix: bytes, source: Any = None) -> Iterator[tuple[bytes, bytes]]:

@@ -23,7 +23,7 @@ from typing import Any, cast
 
 import cloudpickle
 
-from strom.common.key_groups import KeyGroupAssigner, int_str_tuple_hash, stable_hash
+from strom.common.key_groups import KeyGroupAssigner, stable_hash
 from strom.datastream.windowing.windows import TimeWindow
 
 PROTOCOL = 5
@@ -109,17 +109,18 @@ def _kg_prefixes(max_parallelism: int) -> list[bytes]:
     return _KG_PREFIXES
 
 
-def tuple_key_parts(key: tuple[Any, ...], max_parallelism: int) -> tuple[bytes, bytes] | None:
-    """(key group prefix, key part) of a tuple key of ints and strs, the bytes `key_group_prefix` and `key_part`
-    give, by the short paths (hot path: a composite key per record, mostly new ones in q18); None for other
-    tuples."""
-    h = int_str_tuple_hash(key)
-    if h is None:
-        return None
-    raw = _pickle_dumps(key, PROTOCOL)  # ints and strs pickle plainly
+def key_group_prefixes(max_parallelism: int) -> list[bytes]:
+    """key group -> its 2 bytes (`key_group_prefix`), for at least every key group below `max_parallelism`."""
+    return _kg_prefixes(max_parallelism)
+
+
+def int_str_tuple_key_part(key: tuple[Any, ...]) -> bytes:
+    """`key_part` of a tuple of ints and strs, without `dumps`'s checks (hot path: a composite key per record,
+    mostly new ones in q18): such a tuple pickles plainly unless a str mentions __main__."""
+    raw = _pickle_dumps(key, PROTOCOL)
     if b"__main__" in raw:
         raw = dumps(key)
-    return _kg_prefixes(max_parallelism)[h % max_parallelism], _U32.pack(len(raw)) + raw
+    return _U32.pack(len(raw)) + raw
 
 
 def state_keys(key_groups: KeyGroupAssigner, middle: bytes, keys: list[Any]) -> list[bytes]:

@@ -158,6 +158,8 @@ class _RocksDBState:
             if t is Flat:
                 return v.obj.copy()
             return _loads(v.data) if t is Pickled else v
+        if table.complete:
+            return None
         raw = self.backend.db.get(k)
         if raw is None:
             _remember(self.backend, table, k, None)  # absent: the next read of this key asks RocksDB no more
@@ -221,6 +223,7 @@ def _remember(backend: RocksDBKeyedStateBackend, table: RocksDBTable, k: bytes, 
     if len(values) >= VALUE_CACHE_ENTRIES and k not in values:
         backend.write_values(table)
         values.clear()
+        table.complete = False
     values[k] = v
 
 
