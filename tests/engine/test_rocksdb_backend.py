@@ -540,16 +540,15 @@ class _Pair(NamedTuple):
 
 @pytest.mark.parametrize("incremental", [False, True])
 def test_value_state_writes_held_in_its_cache_reach_every_snapshot_past_the_cache_bound(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, incremental: bool
+    tmp_path: Path, incremental: bool
 ):
     """Immutable values stay in the value cache until a snapshot; a tiny bound forces write-backs mid-run.
     The restored backend (a fresh one, heap and RocksDB) must hold what a plain dict says."""
-    from strom.runtime.state.rocksdb import states as rocksdb_states
-
-    monkeypatch.setattr(rocksdb_states, "VALUE_CACHE_ENTRIES", 7)
     rnd = random.Random(23)
     storage = _Storage(checkpoint_storage_for(tmp_path.as_uri()))
-    be = make_backend("rocksdb", **{"state.backend.incremental": incremental})
+    be = make_backend(
+        "rocksdb", **{"state.backend.incremental": incremental, "state.backend.rocksdb.value-cache.size": "1500b"}
+    )
     s = be.get_state(ValueStateDescriptor("v"))
     model: dict[str, Any] = {}
     for step in range(600):

@@ -18,7 +18,6 @@ from strom.datastream.state import AggregatingStateDescriptor, ValueStateDescrip
 from strom.runtime.state.backends import create_keyed_state_backend
 from strom.runtime.state.restore import restore_keyed
 from strom.runtime.state.rocksdb import keys as rk
-from strom.runtime.state.rocksdb import states as rocksdb_states
 from strom.runtime.state.rocksdb.snapshots import materialize, snapshot_rocksdb
 from strom.runtime.tasks.processing_time import ManualClock
 
@@ -32,9 +31,9 @@ class Bid(NamedTuple):
     extra: str
 
 
-def make_backend(kind: str) -> Any:
+def make_backend(kind: str, **conf: Any) -> Any:
     return create_keyed_state_backend(
-        Configuration({"state.backend.type": kind}),
+        Configuration({"state.backend.type": kind, **conf}),
         max_parallelism=MAX_P,
         key_group_range=KeyGroupRange(0, MAX_P - 1),
         clock=ManualClock(0),
@@ -114,13 +113,11 @@ def _contents(be: Any, keys: set[Any]) -> tuple[dict[Any, Any], dict[Any, Any]]:
     return values, aggs
 
 
-@pytest.mark.parametrize("cache_entries", [3, 100_000])
-def test_mutable_values_and_tuple_keys_follow_a_dict_across_snapshots_and_restores(
-    monkeypatch: pytest.MonkeyPatch, cache_entries: int
-) -> None:
-    monkeypatch.setattr(rocksdb_states, "VALUE_CACHE_ENTRIES", cache_entries)  # 3: write-backs mid-run
-    rnd = random.Random(cache_entries)
-    be = make_backend("rocksdb")
+@pytest.mark.parametrize(("cache_size", "seed"), [("1kb", 3), ("128mb", 100_000)])  # 1kb: write-backs mid-run
+def test_mutable_values_and_tuple_keys_follow_a_dict_across_snapshots_and_restores(cache_size: str, seed: int) -> None:
+    rnd = random.Random(seed)
+    cache = {"state.backend.rocksdb.value-cache.size": cache_size}
+    be = make_backend("rocksdb", **cache)
     model: dict[Any, Any] = {}
     agg_model: dict[Any, list[int]] = {}
     seen: set[Any] = set()
@@ -167,7 +164,7 @@ def test_mutable_values_and_tuple_keys_follow_a_dict_across_snapshots_and_restor
                 assert _contents(heap, seen) == expected, step
                 heap.close()
                 be.close()
-                be = make_backend("rocksdb")  # processing goes on in the restored backend
+                be = make_backend("rocksdb", **cache)  # processing goes on in the restored backend
                 restore_keyed(be, None, [serialized])
                 assert _contents(be, seen) == expected, step
         assert _contents(be, seen) == (model, {k: tuple(a) for k, a in agg_model.items()})

@@ -58,6 +58,7 @@ def create_keyed_state_backend(
             incremental=settings.incremental,
             namespace_cache_entries=settings.namespace_cache_entries,
             tuning=settings.tuning,
+            value_cache_bytes=settings.value_cache_bytes,
         )
     raise ConfigError(f"invalid value {raw!r} for '{opts.STATE_BACKEND.key}': expected hashmap or rocksdb")
 

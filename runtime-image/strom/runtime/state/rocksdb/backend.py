@@ -33,7 +33,8 @@ from strom.runtime.state.rocksdb import snapshots as rocksdb_snapshots
 from strom.runtime.state.rocksdb import states as rs
 from strom.runtime.state.rocksdb.db import open_db
 from strom.runtime.state.rocksdb.namespace_cache import RocksDBNamespaceCache
-from strom.runtime.state.rocksdb.options import RocksDBTuning
+from strom.runtime.state.rocksdb.options import VALUE_CACHE_SIZE, RocksDBTuning
+from strom.runtime.state.rocksdb.value_cache_size import initial_bound, measured_bound
 
 DB_DIR = "db"
 # TTL cleanup runs when this many entries are owed: one iterator per batch, not per access
@@ -55,10 +56,11 @@ class RocksDBTable:
     `drop_namespace_if_empty`); the entries themselves are in RocksDB."""
 
     __slots__ = (
-        "name", "kind", "ttl", "name_part", "cleanup_cursor", "cleanup_pending", "cache", "values", "dirty", "complete"
+        "name", "kind", "ttl", "name_part", "cleanup_cursor", "cleanup_pending", "cache", "values", "dirty", "complete",
+        "bound",
     )
 
-    def __init__(self, name: str, kind: str, ttl: bool = False, complete: bool = False) -> None:
+    def __init__(self, name: str, kind: str, ttl: bool = False, complete: bool = False, bound: int = 100_000) -> None:
         self.name = name
         self.kind = kind
         self.ttl = ttl
@@ -74,6 +76,7 @@ class RocksDBTable:
         # (q18: most bids bring a new (bidder, auction) key, and its get found nothing). True for a table declared on
         # a backend that restored nothing; false for good once the cache drops anything (`forget_values`, the bound)
         self.complete = complete
+        self.bound = bound  # entries the value cache may hold (see value_cache_size); measured again when reached
 
     def drop_namespace_if_empty(self, namespace: Any) -> None:
         """RocksDB holds no empty containers; a namespace cache forgets the namespace's dict."""
@@ -96,6 +99,7 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
         incremental: bool = False,
         namespace_cache_entries: int = 0,
         tuning: RocksDBTuning | None = None,
+        value_cache_bytes: int = VALUE_CACHE_SIZE.default,
     ) -> None:
         super().__init__(
             max_parallelism=max_parallelism,
@@ -108,6 +112,7 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
         # bound of each namespace cache (0: none); the open ones are written through before every snapshot
         self.namespace_cache_entries = namespace_cache_entries
         self.namespace_caches: list[RocksDBNamespaceCache] = []
+        self.value_cache_bytes = value_cache_bytes  # each value state's cache (see value_cache_size)
         if local_dir:
             os.makedirs(local_dir, exist_ok=True)
         self.workdir = tempfile.mkdtemp(prefix="strom-rocksdb-", dir=local_dir or None)
@@ -165,7 +170,9 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
 
     # -- states -------------------------------------------------------------------------------------
     def new_table(self, name: str, kind: str, ttl: bool) -> RocksDBTable:
-        return RocksDBTable(name, kind, ttl, complete=self.restored_nothing)
+        return RocksDBTable(
+            name, kind, ttl, complete=self.restored_nothing, bound=initial_bound(self.value_cache_bytes)
+        )
 
     def state_class(self, kind: str) -> Any:
         return _STATE_CLASSES[kind]
@@ -196,6 +203,12 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
         for cache in self.namespace_caches:
             cache.write_through()
             cache.table.values.clear()
+
+    def value_cache_may_grow(self, table: RocksDBTable) -> bool:
+        """The table's value cache reached its bound: measure its entries again, and set the bound the budget
+        allows; whether the cache may take more entries than it has."""
+        table.bound = measured_bound(table.values, self.value_cache_bytes)
+        return len(table.values) < table.bound
 
     def write_values(self, table: RocksDBTable) -> None:
         """Put a value state's pending writes (see rocksdb.states) into RocksDB, one write batch."""

@@ -46,6 +46,16 @@ NAMESPACE_CACHE_ENTRIES = option(
     "when needed. 0 disables the cache.",
     minimum=0,
 )
+VALUE_CACHE_SIZE = option(
+    "state.backend.rocksdb.value-cache.size",
+    "memory",
+    128 * 1024 * 1024,
+    "RocksDB (Strom): memory each value, reducing or aggregating state of an operator subtask may use to keep, per "
+    "key, the value last read or written as an object in front of RocksDB (writes held until the next snapshot): "
+    "the bound in entries follows the measured size of an entry; past it the held writes go to RocksDB in one write "
+    "batch and the cache starts over. Flink gives RocksDB a slot's managed memory (512 MB by default).",
+    minimum=0,
+)
 
 
 BLOCK_CACHE_SIZE = option(
@@ -153,6 +163,7 @@ class RocksDBSettings:
     local_dir: str
     namespace_cache_entries: int = NAMESPACE_CACHE_ENTRIES.default
     tuning: RocksDBTuning = RocksDBTuning()
+    value_cache_bytes: int = VALUE_CACHE_SIZE.default
 
 
 def read_option(config: Any, opt: ConfigOption[Any]) -> Any:
@@ -171,4 +182,5 @@ def rocksdb_settings(config: Any) -> RocksDBSettings:
         str(read_option(config, LOCAL_DIR)),
         int(read_option(config, NAMESPACE_CACHE_ENTRIES)),
         rocksdb_tuning(config),
+        int(read_option(config, VALUE_CACHE_SIZE)),
     )
