@@ -4,10 +4,11 @@ The source's rate steps from LOW to HIGH records/s and back; the keyed vertex sp
 per record, so one subtask can process about 1000 / COST_MS records/s: LOW keeps it in or under the
 dead band, HIGH needs two subtasks. With short settings through spec.autoscaler (metrics every 2 s
 over a 10 s window, 10 s stabilization, 20 s scale-down delay, at most 2 rescales an hour, between 1
-and 2 subtasks) the operator must rescale 1 -> 2 while HIGH lasts and 2 -> 1 once LOW has lasted the
-delay, never more than the budget, each through a savepoint; the exactly-once output still equals
-the plain-Python reference. The test prints the timeline it observed (run with -s); e2e/README.md
-keeps a copy. `STROM_E2E_SOAK=1` runs a longer load with longer windows.
+and 2 subtasks) and the engine's rates over 10 s (metrics.meter.time-span) the operator must rescale
+1 -> 2 while HIGH lasts and 2 -> 1 once LOW has lasted the delay, never more than the budget, each
+through a savepoint; the exactly-once output still equals the plain-Python reference. The test
+prints the timeline it observed (run with -s); e2e/README.md keeps a copy.
+`STROM_E2E_SOAK=1` runs a longer load with longer windows.
 """
 
 from __future__ import annotations
@@ -27,13 +28,17 @@ KEYS = 16
 COST_MS = 10.0  # one subtask: about 100 records/s
 # HIGH is three times what one subtask processes: with small network buffers (below) the source is
 # back-pressured at once and its backlog (pendingRecords, read as it is) grows. The engine's
-# per-second rates are 60 s meters (Flink's MeterView span), so rates alone show a step a minute late.
+# per-second rates are 60 s meters by default (Flink's MeterView span), so rates alone show a step a
+# minute late; the short run takes 10 s meters (metrics.meter.time-span, as long as the metrics window),
+# so the keyed vertex's utilization falls below the boundary ~10 s after HIGH's backlog is worked off
+# instead of ~50 s (the soak keeps Flink's 60 s).
 LOW, HIGH = 15.0, 300.0
 SOAK = E2EConfig.from_env().soak
 if SOAK:
     PHASES = [(int(LOW * 60), LOW), (int(HIGH * 60), HIGH), (int(LOW * 1800), LOW)]
     AUTOSCALER = {"metricsInterval": "5 s", "metricsWindow": "30 s", "stabilization": "30 s",
                   "scaleDownDelay": "60 s"}
+    METER_SPAN: dict[str, str] = {}
 else:
     # LOW long enough for the stabilization and a window; HIGH long enough to be measured and acted on;
     # the last LOW lasts longer than the test waits (an idle source gives the autoscaler nothing to
@@ -41,6 +46,7 @@ else:
     PHASES = [(int(LOW * 20), LOW), (int(HIGH * 15), HIGH), (int(LOW * 900), LOW)]
     AUTOSCALER = {"metricsInterval": "2 s", "metricsWindow": "10 s", "stabilization": "10 s",
                   "scaleDownDelay": "20 s"}
+    METER_SPAN = {"metrics.meter.time-span": "10 s"}
 BUDGET = 2
 REPEAT_S = 5.0
 
@@ -114,7 +120,7 @@ def test_load_step_scales_the_keyed_vertex_up_then_down_within_the_budget_exactl
         # ~10,000 (1024-record buffers, 2 + 8 credits), so HIGH shows as the source's backlog at once
         # and a savepoint's barrier does not queue behind thousands of records
         flinkConfiguration={"strom.network.buffer-records": "16",
-                            "taskmanager.network.memory.floating-buffers-per-gate": "2"}))
+                            "taskmanager.network.memory.floating-buffers-per-gate": "2", **METER_SPAN}))
     timeline = Timeline()
     deadline = time.monotonic() + (1500 if SOAK else 420)
 
