@@ -36,13 +36,15 @@ def _rocksdb_entries(be: Any) -> int:
     return sum(1 for _ in be.db.keys())
 
 
-@pytest.mark.parametrize("value_chars", [10, 1000])
-def test_the_cache_uses_about_its_budget_by_tracemalloc_and_rocksdb_takes_the_rest(value_chars: int) -> None:
+@pytest.mark.parametrize(("value_chars", "states"), [(10, 1), (1000, 1), (10, 2)])
+def test_the_cache_uses_about_its_budget_by_tracemalloc_and_rocksdb_takes_the_rest(value_chars: int, states: int) -> None:
+    """The budget is the subtask's: two value states share it."""
     budget = 4 * MB
     be = make_backend("rocksdb", **{"state.backend.rocksdb.value-cache.size": budget})
     try:
-        v = be.get_state(ValueStateDescriptor("v"))
-        table = be.tables["v"]
+        vs = [be.get_state(ValueStateDescriptor(f"v{i}")) for i in range(states)]
+        v = vs[0]
+        table = be.tables["v0"]
         tracemalloc.start()
         try:
             before = tracemalloc.get_traced_memory()[0]
@@ -51,18 +53,19 @@ def test_the_cache_uses_about_its_budget_by_tracemalloc_and_rocksdb_takes_the_re
             while not (dropped and last == table.bound):
                 assert n < budget, "the cache never dropped its entries"
                 be.set_current_key((n, n + 1))  # tuple keys: no key memo, only the cache holds their bytes
-                v.update(("x" * value_chars + str(n), n))
+                for s in vs:
+                    s.update(("x" * value_chars + str(n), n))
                 n += 1
                 dropped = dropped or len(table.values) < last
                 last = len(table.values)
-            in_cache = len(table.values)
+            in_cache = sum(len(t.values) for t in be.tables.values())
             used = tracemalloc.get_traced_memory()[0] - before
         finally:
             tracemalloc.stop()
-        assert in_cache <= table.bound
+        assert len(table.values) <= table.bound
         assert used <= 1.15 * budget, (used, in_cache)  # the estimate errs high: never much over
         assert used >= budget / 4, (used, in_cache)  # and the cache is not needlessly small
-        assert _rocksdb_entries(be) >= n - in_cache  # every dropped entry was written through
+        assert _rocksdb_entries(be) >= states * n - in_cache  # every dropped entry was written through
         for i in random.Random(1).sample(range(n), 200):
             be.set_current_key((i, i + 1))
             assert v.value() == ("x" * value_chars + str(i), i)

@@ -40,6 +40,7 @@ DB_DIR = "db"
 # TTL cleanup runs when this many entries are owed: one iterator per batch, not per access
 CLEANUP_BATCH = 64
 ENCODED_KEYS_MAX = 100_000  # remembered key encodings per subtask (a few hundred bytes each at most)
+_VALUE_CACHE_KINDS = ("value", "reducing", "aggregating")  # the kinds that read and write through the value cache
 _STATE_CLASSES = {
     "value": rs.RocksDBValueState,
     "list": rs.RocksDBListState,
@@ -112,7 +113,7 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
         # bound of each namespace cache (0: none); the open ones are written through before every snapshot
         self.namespace_cache_entries = namespace_cache_entries
         self.namespace_caches: list[RocksDBNamespaceCache] = []
-        self.value_cache_bytes = value_cache_bytes  # each value state's cache (see value_cache_size)
+        self.value_cache_bytes = value_cache_bytes  # all value states' caches together (see value_cache_size)
         if local_dir:
             os.makedirs(local_dir, exist_ok=True)
         self.workdir = tempfile.mkdtemp(prefix="strom-rocksdb-", dir=local_dir or None)
@@ -205,9 +206,11 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
             cache.table.values.clear()
 
     def value_cache_may_grow(self, table: RocksDBTable) -> bool:
-        """The table's value cache reached its bound: measure its entries again, and set the bound the budget
-        allows; whether the cache may take more entries than it has."""
-        table.bound = measured_bound(table.values, self.value_cache_bytes)
+        """The table's value cache reached its bound: measure its entries again, and set the bound its share of the
+        budget allows (the subtask's value-cache memory split evenly among its value, reducing and aggregating
+        states); whether the cache may take more entries than it has."""
+        sharing = sum(1 for t in self.tables.values() if t.kind in _VALUE_CACHE_KINDS)
+        table.bound = measured_bound(table.values, self.value_cache_bytes // max(1, sharing))
         return len(table.values) < table.bound
 
     def write_values(self, table: RocksDBTable) -> None:

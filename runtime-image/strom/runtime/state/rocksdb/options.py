@@ -49,11 +49,13 @@ NAMESPACE_CACHE_ENTRIES = option(
 VALUE_CACHE_SIZE = option(
     "state.backend.rocksdb.value-cache.size",
     "memory",
-    128 * 1024 * 1024,
-    "RocksDB (Strom): memory each value, reducing or aggregating state of an operator subtask may use to keep, per "
-    "key, the value last read or written as an object in front of RocksDB (writes held until the next snapshot): "
-    "the bound in entries follows the measured size of an entry; past it the held writes go to RocksDB in one write "
-    "batch and the cache starts over. Flink gives RocksDB a slot's managed memory (512 MB by default).",
+    256 * 1024 * 1024,
+    "RocksDB (Strom): memory an operator subtask may use to keep, per key of its value, reducing and aggregating "
+    "states, the value last read or written as an object in front of RocksDB (writes held until the next snapshot), "
+    "split evenly among those states; a state's bound in entries follows the measured size of its entries, and past "
+    "it the held writes go to RocksDB in one write batch and its cache starts over. With RocksDB's own block cache "
+    "and write buffers (8 MB + 2 x 64 MB) this stays within the 512 MB of managed memory Flink gives a slot's "
+    "RocksDB by default. 0: every write goes to RocksDB at once.",
     minimum=0,
 )
 

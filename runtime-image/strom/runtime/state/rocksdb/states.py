@@ -36,8 +36,8 @@ _dumps, _loads = rk.dumps, rk.loads
 # copy copies in full (`Flat`: a list of tuples), else as its pickle (`Pickled`), and every read copies it. Writes
 # stay in the cache (`table.dirty`) until the backend writes them through: before every snapshot and every read
 # that scans RocksDB (`backend.write_through_caches`), before another writer of the table's keys (restore, TTL
-# cleanup, a namespace cache: `backend.forget_values`), and when the cache passes its bound: as many entries as
-# `state.backend.rocksdb.value-cache.size` holds by their measured size (`value_cache_size`).
+# cleanup, a namespace cache: `backend.forget_values`), and when the cache passes its bound: as many entries as the
+# state's share of `state.backend.rocksdb.value-cache.size` holds by their measured size (`value_cache_size`).
 _SCALARS = frozenset({int, float, str, bytes, bool, type(None), complex})
 _immutable_tuple_types: dict[type, bool] = {tuple: True, TimeWindow: True}  # TimeWindow: a tuple, no attributes
 
