@@ -12,6 +12,8 @@ import socket
 import time
 import urllib.request
 
+import pytest
+
 from tests.cli.processes import JOB_SOURCE_ENDLESS, StromProcess, wait_until
 
 PROMPT_EXIT_S = 10.0  # "within seconds": far below Kubernetes' 30 s grace period
@@ -36,11 +38,15 @@ def _get(rest_port: int, path: str):
         return json.loads(r.read())
 
 
-def test_application_mode_says_what_it_waits_for_and_stops_promptly_on_sigterm(tmp_path):
+# "false" is what the operator sets (the JobManager serves REST after its job ended): a SIGTERM that ends
+# the job still ends the process, it does not serve on waiting for a second SIGTERM that never comes
+@pytest.mark.parametrize("shutdown_on_finish", ["true", "false"])
+def test_application_mode_says_what_it_waits_for_and_stops_promptly_on_sigterm(tmp_path, shutdown_on_finish):
     job = tmp_path / "endless.py"
     job.write_text(JOB_SOURCE_ENDLESS)
     jm = StromProcess("jobmanager", "--job", str(job), "-D", "rest.port=0", "-D", "jobmanager.rpc.port=0",
-                      "-D", "metrics.reporter.prom.port=0", cwd=tmp_path)
+                      "-D", "metrics.reporter.prom.port=0",
+                      "-D", f"execution.shutdown-on-application-finish={shutdown_on_finish}", cwd=tmp_path)
     try:
         rpc_port, _ = _ports(jm)
         waiting = jm.wait_for_stderr("is waiting for")

@@ -19,6 +19,7 @@ from strom.common.tls import rest_server_tls
 from strom.runtime.jobmanager.dispatcher import JobManager
 from strom.runtime.log_files import process_log_file, start_file_logging
 from strom.runtime.network.addresses import check_bindable, rest_bind
+from strom.runtime.shutdown_signals import STOP_SIGNALS
 
 log = logging.getLogger("strom.runtime.jobmanager")
 
@@ -149,7 +150,11 @@ def run_jobmanager(
 
             executor = ClusterExecutor(jm, cancel_on_interrupt=False, before_submit=_log_slot_needs(jm, config))
             code = run_job(job, list(job_args), config, executor=executor, interrupted="the job was suspended")
-        if not config.get(opts.SHUTDOWN_ON_APPLICATION_FINISH):
+        # A stop signal ended the job (run_job's status 128 + N): it was meant for this process, which ends now.
+        # Serving on would wait for a second signal that never comes (Kubernetes sends SIGTERM once, and the
+        # first one's handler ignores later ones) until the pod's grace period ends in SIGKILL.
+        stopped = code in {128 + int(sig) for sig in STOP_SIGNALS}
+        if not stopped and not config.get(opts.SHUTDOWN_ON_APPLICATION_FINISH):
             log.info("Application finished (exit status %d); serving until terminated", code)
             try:
                 threading.Event().wait()
