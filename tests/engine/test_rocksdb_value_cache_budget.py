@@ -36,9 +36,17 @@ def _rocksdb_entries(be: Any) -> int:
     return sum(1 for _ in be.db.keys())
 
 
-@pytest.mark.parametrize(("value_chars", "states"), [(10, 1), (1000, 1), (10, 2)])
-def test_the_cache_uses_about_its_budget_by_tracemalloc_and_rocksdb_takes_the_rest(value_chars: int, states: int) -> None:
-    """The budget is the subtask's: two value states share it."""
+POOL = ["p" * 4000 + str(i) for i in range(10)]
+
+
+@pytest.mark.parametrize(("value_chars", "states", "pooled"), [(10, 1, False), (1000, 1, False), (10, 2, False),
+                                                               (10, 1, True)])
+def test_the_cache_uses_about_its_budget_by_tracemalloc_and_rocksdb_takes_the_rest(
+    value_chars: int, states: int, pooled: bool
+) -> None:
+    """The budget is the subtask's: two value states share it. Values may share objects (`pooled`: a 4 KB string
+    from a pool of 10 in every value, as Nexmark's bids share their url and extra strings): counted per entry, the
+    cache would hold a 16th of what fits."""
     budget = 4 * MB
     be = make_backend("rocksdb", **{"state.backend.rocksdb.value-cache.size": budget})
     try:
@@ -54,7 +62,7 @@ def test_the_cache_uses_about_its_budget_by_tracemalloc_and_rocksdb_takes_the_re
                 assert n < budget, "the cache never dropped its entries"
                 be.set_current_key((n, n + 1))  # tuple keys: no key memo, only the cache holds their bytes
                 for s in vs:
-                    s.update(("x" * value_chars + str(n), n))
+                    s.update(("x" * value_chars + str(n), n + 1000, POOL[n % 10] if pooled else None))
                 n += 1
                 dropped = dropped or len(table.values) < last
                 last = len(table.values)
@@ -64,11 +72,11 @@ def test_the_cache_uses_about_its_budget_by_tracemalloc_and_rocksdb_takes_the_re
             tracemalloc.stop()
         assert len(table.values) <= table.bound
         assert used <= 1.15 * budget, (used, in_cache)  # the estimate errs high: never much over
-        assert used >= budget / 4, (used, in_cache)  # and the cache is not needlessly small
+        assert used >= budget / 2, (used, in_cache)  # and the cache is not needlessly small
         assert _rocksdb_entries(be) >= states * n - in_cache  # every dropped entry was written through
         for i in random.Random(1).sample(range(n), 200):
             be.set_current_key((i, i + 1))
-            assert v.value() == ("x" * value_chars + str(i), i)
+            assert v.value() == ("x" * value_chars + str(i), i + 1000, POOL[i % 10] if pooled else None)
     finally:
         be.close()
 
