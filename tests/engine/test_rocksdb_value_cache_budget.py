@@ -9,27 +9,13 @@ import tracemalloc
 from typing import Any
 
 import pytest
-from strom.common import Configuration
-from strom.common.key_groups import KeyGroupRange
 from strom.datastream.state import ValueStateDescriptor
-from strom.runtime.state.backends import create_keyed_state_backend
 from strom.runtime.state.restore import restore_keyed
 from strom.runtime.state.rocksdb.snapshots import materialize, snapshot_rocksdb
-from strom.runtime.tasks.processing_time import ManualClock
 
-MAX_P = 128
+from tests.engine.test_rocksdb_mutable_values import make_backend
+
 MB = 1024 * 1024
-
-
-def make_backend(kind: str, **conf: Any) -> Any:
-    return create_keyed_state_backend(
-        Configuration({"state.backend.type": kind, **conf}),
-        max_parallelism=MAX_P,
-        key_group_range=KeyGroupRange(0, MAX_P - 1),
-        clock=ManualClock(0),
-        operator_name="op",
-        operator_uid="uid-1",
-    )
 
 
 def _rocksdb_entries(be: Any) -> int:
