@@ -106,13 +106,19 @@ class SqlTerminal:
         if self.child.isalive():
             self.child.terminate(force=True)
 
-    def frame(self, title: str) -> list[str]:
-        """The lines of the last frame of the full-screen view titled `title`."""
-        text = self.text()
-        start = text.rindex(title)
-        lines = text[start:].split("\n")
-        end = next(i for i, line in enumerate(lines) if line.startswith("Q Quit"))
-        return lines[:end + 2]
+    def frame(self, title: str, timeout: float = 30) -> list[str]:
+        """The lines of the last frame of the full-screen view titled `title`, once drawn down to its footer (the
+        status line a test waits for may come before the rest of the frame's lines reach the terminal)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.text()
+            lines = text[text.rindex(title):].split("\n")
+            end = next((i for i, line in enumerate(lines) if line.startswith("Q Quit")), None)
+            if end is not None:
+                return lines[:end + 2]
+            if self.ended or time.monotonic() > deadline:
+                raise AssertionError(f"the {title!r} view's footer not shown within {timeout} s:\n{text[-3000:]}")
+            self._pump(0.1)
 
 
 def tableau_rows(text: str) -> list[list[str]]:
