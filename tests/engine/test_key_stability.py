@@ -93,6 +93,14 @@ def test_key_groups_match_a_plain_murmur3_of_the_canonical_encoding():
     assert assign_to_key_group("hello", 128) == _reference_key_group(s("hello"))
     assert assign_to_key_group(-7, 128) == _reference_key_group(i(-7))
     assert assign_to_key_group(("a", 1), 128) == _reference_key_group(b"t" + s("a") + b"\x00" + i(1) + b"\x00")
+    assert assign_to_key_group((3, -4), 128) == _reference_key_group(b"t" + i(3) + b"\x00" + i(-4) + b"\x00")
+    assert assign_to_key_group((1, "é", 2), 128) == _reference_key_group(
+        b"t" + i(1) + b"\x00" + b"s\xc3\xa9\x00" + i(2) + b"\x00"
+    )
+    # an int past 64 bits is written as its decimal digits
+    assert assign_to_key_group((2**63, 1), 128) == _reference_key_group(
+        b"t" + b"I" + str(2**63).encode() + b"\x00" + i(1) + b"\x00"
+    )
     # a frozenset's elements in sorted order of their encodings, whatever the process's str hash seed
     fruit = frozenset({"fig", "apple", "date"})
     expected = b"F" + b"".join(e + b"\x00" for e in sorted(s(x) for x in fruit))
