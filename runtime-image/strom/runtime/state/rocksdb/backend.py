@@ -155,7 +155,7 @@ class RocksDBKeyedStateBackend(AbstractKeyedStateBackend):
             # a composite key of ints and strs: the key group from one hash, without the assigner's memo (q18: mostly
             # new keys, a miss each); not remembered either (146k keys in q18's 460k bids, past the memo's bound)
             self.kg_bytes = self._kg_prefixes[h % self.key_groups.max_parallelism]
-            self.key_bytes = rk.int_str_tuple_key_part(key)
+            self.key_bytes = rk.key_part(key)
         else:
             self.kg_bytes = rk.key_group_prefix(self.key_groups.key_group(key))
             self.key_bytes = rk.key_part(key)

@@ -40,10 +40,13 @@ KEY_GROUP_BYTES = 2
 SEQ_BYTES = _SEQ.size
 
 
+_pickle_dumps = pickle.dumps
+
+
 def dumps(value: Any) -> bytes:
     """Pickle `value`; user classes of the job script (`__main__`) and lambdas by value."""
     try:
-        data = pickle.dumps(value, PROTOCOL)
+        data = _pickle_dumps(value, PROTOCOL)
     except (pickle.PicklingError, AttributeError, TypeError):
         return cast(bytes, cloudpickle.dumps(value, PROTOCOL))
     if b"__main__" in data:
@@ -52,7 +55,6 @@ def dumps(value: Any) -> bytes:
 
 
 loads = pickle.loads
-_pickle_dumps = pickle.dumps
 _DUMPS_ERRORS = (pickle.PicklingError, AttributeError, TypeError)
 
 
@@ -102,25 +104,11 @@ def key_part(key: Any) -> bytes:
 _KG_PREFIXES: list[bytes] = []
 
 
-def _kg_prefixes(max_parallelism: int) -> list[bytes]:
-    """key group -> its 2 bytes, for every key group below `max_parallelism`."""
+def key_group_prefixes(max_parallelism: int) -> list[bytes]:
+    """key group -> its 2 bytes (`key_group_prefix`), for at least every key group below `max_parallelism`."""
     if len(_KG_PREFIXES) < max_parallelism:
         _KG_PREFIXES.extend(_U16.pack(kg) for kg in range(len(_KG_PREFIXES), max_parallelism))
     return _KG_PREFIXES
-
-
-def key_group_prefixes(max_parallelism: int) -> list[bytes]:
-    """key group -> its 2 bytes (`key_group_prefix`), for at least every key group below `max_parallelism`."""
-    return _kg_prefixes(max_parallelism)
-
-
-def int_str_tuple_key_part(key: tuple[Any, ...]) -> bytes:
-    """`key_part` of a tuple of ints and strs, without `dumps`'s checks (hot path: a composite key per record,
-    mostly new ones in q18): such a tuple pickles plainly unless a str mentions __main__."""
-    raw = _pickle_dumps(key, PROTOCOL)
-    if b"__main__" in raw:
-        raw = dumps(key)
-    return _U32.pack(len(raw)) + raw
 
 
 def state_keys(key_groups: KeyGroupAssigner, middle: bytes, keys: list[Any]) -> list[bytes]:
@@ -129,7 +117,7 @@ def state_keys(key_groups: KeyGroupAssigner, middle: bytes, keys: list[Any]) -> 
     key space the assigner's memo misses on nearly every key, and a miss costs it an exception and an insert; a key
     the hash refuses goes through the assigner, whose error names the key selector."""
     max_p = key_groups.max_parallelism
-    prefixes = _kg_prefixes(max_p)
+    prefixes = key_group_prefixes(max_p)
     try:
         return [prefixes[stable_hash(k) % max_p] + middle + key_part(k) for k in keys]
     except TypeError:  # UnhashableKeyError, or a list key not yet frozen

@@ -15,6 +15,8 @@ import sys
 from itertools import islice
 from typing import Any
 
+from strom.runtime.state.rocksdb.states import Flat, Pickled
+
 SAMPLE = 256  # entries measured per check: the oldest (a dict iterates in insertion order)
 DICT_SLOT_BYTES = 128  # a dict entry (hash, key and value pointers, index) and a dirty-set entry, with spare room
 INITIAL_ENTRIES = 100_000  # the bound until the first measurement
@@ -29,15 +31,16 @@ def initial_bound(budget_bytes: int) -> int:
 
 def value_bytes(value: Any) -> float:
     """Memory of a cached object: itself, plus its share of the items of a tuple, list, set or dict, nested; a held
-    copy or pickle (an object with one slot, `obj` or `data`) with what it holds."""
+    copy or pickle with what it holds."""
     t = type(value)
     if isinstance(value, tuple) or t is list or t is set or t is frozenset:  # tuples and NamedTuples too
         return _getsizeof(value) + _items_bytes(value)
     if t is dict:
         return _getsizeof(value) + _items_bytes(value) + _items_bytes(value.values())
-    slots = getattr(t, "__slots__", None)
-    if slots == ("obj",) or slots == ("data",):  # rocksdb.states.Flat / Pickled
-        return _getsizeof(value) + value_bytes(getattr(value, slots[0]))
+    if t is Flat:
+        return _getsizeof(value) + value_bytes(value.obj)
+    if t is Pickled:
+        return _getsizeof(value) + _getsizeof(value.data)
     return _getsizeof(value)
 
 
